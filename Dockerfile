@@ -1,0 +1,27 @@
+# odradek broker image: docker build -t odradek . && docker run -p 9092:9092 odradek
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY . .
+RUN pip install --no-cache-dir --prefix=/install .
+
+FROM python:3.11-slim
+RUN groupadd --system --gid 10001 odradek \
+    && useradd --system --uid 10001 --gid odradek --home-dir /var/lib/odradek --no-create-home odradek \
+    && mkdir -p /var/lib/odradek/logs \
+    && chown -R odradek:odradek /var/lib/odradek
+COPY --from=build /install /usr/local
+COPY config/server.properties /etc/odradek/server.properties
+# Any broker key can be set as ODRADEK_<KEY> (upper case, dots to underscores).
+ENV ODRADEK_LOG_DIRS=/var/lib/odradek/logs \
+    ODRADEK_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
+    ODRADEK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+VOLUME ["/var/lib/odradek"]
+EXPOSE 9092
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+    CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 9092), 2).close()"]
+# SIGTERM is a clean shutdown: flush, checkpoints, .kafka_cleanshutdown.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["odradek", "serve", "--config", "/etc/odradek/server.properties"]
+CMD ["--log-format", "json"]

@@ -1,0 +1,1 @@
+"""odradek's benchmarks: ``python -m bench [--quick] [--only NAME]`` (see bench/README.md)."""

@@ -1,0 +1,337 @@
+"""Handlers for the metadata and admin APIs: ApiVersions, Metadata, Create/DeleteTopics,
+CreatePartitions, DescribeConfigs, (incremental) AlterConfigs and DescribeLogDirs.
+
+Topic creation and deletion touch the filesystem (mkdir, fsync, rmtree): they run in a worker
+thread under the broker's admin lock, so the event loop keeps serving produce and fetch.
+"""
+
+from __future__ import annotations
+
+import anyio
+import anyio.to_thread
+
+from broker.config import EMBEDDED_DEFAULTS
+from broker.context import BrokerContext
+from broker.errors import error_code_for
+from protocol import messages as m
+from protocol.errors import ErrorCode
+from storage.config import CONFIG_KEYS
+from storage.errors import InvalidTopicError, StorageError
+from storage.topics import validate_topic_name
+
+__all__ = ["AdminApi"]
+
+
+class AdminApi:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    async def api_versions(self, req: m.ApiVersionsRequest) -> m.ApiVersionsResponse:
+        return m.ApiVersionsResponse(
+            correlation_id=req.correlation_id, api_keys=m.supported_api_versions()
+        )
+
+    # -- Metadata --------------------------------------------------------------------------
+
+    async def metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
+        ctx = self.ctx
+        manager = ctx.manager
+        if req.topics is None:
+            names = sorted(manager.topics)
+        else:
+            names = list(dict.fromkeys(req.topics))
+            auto = req.allow_auto_topic_creation and ctx.config["auto.create.topics.enable"]
+            missing = [n for n in names if n not in manager.topics]
+            if auto and missing:
+                await self._auto_create(missing)
+        topics = [self._describe_topic(name) for name in names]
+        listener = ctx.advertised_listener
+        return m.MetadataResponse(
+            correlation_id=req.correlation_id,
+            brokers=[m.MetadataBroker(node_id=ctx.node_id, host=listener.host, port=listener.port)],
+            cluster_id=manager.cluster_id,
+            controller_id=ctx.node_id,
+            topics=topics,
+        )
+
+    async def _auto_create(self, names: list[str]) -> None:
+        partitions = self.ctx.config.int("num.partitions")
+        for name in names:
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                continue  # reported by _describe_topic
+            async with self.ctx.admin_lock:
+                if name not in self.ctx.manager.topics:
+                    try:
+                        await anyio.to_thread.run_sync(
+                            self.ctx.manager.create_topic, name, partitions
+                        )
+                        self.ctx.log.info("topic auto-created", topic=name, partitions=partitions)
+                    except StorageError as exc:
+                        self.ctx.log.warning(
+                            "topic auto-creation failed", topic=name, error=str(exc)
+                        )
+
+    def _describe_topic(self, name: str) -> m.MetadataTopic:
+        manager = self.ctx.manager
+        try:
+            validate_topic_name(name)
+        except InvalidTopicError:
+            return m.MetadataTopic(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION)
+        metadata = manager.topics.get(name)
+        if metadata is None:
+            return m.MetadataTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        node = self.ctx.node_id
+        partitions = []
+        for partition in range(manager.partition_count(name)):
+            online = (name, partition) in manager.logs
+            partitions.append(
+                m.MetadataPartition(
+                    partition_index=partition,
+                    error_code=ErrorCode.NONE if online else ErrorCode.KAFKA_STORAGE_ERROR,
+                    leader_id=node if online else -1,
+                    leader_epoch=0,
+                    replica_nodes=[node],
+                    isr_nodes=[node] if online else [],
+                )
+            )
+        return m.MetadataTopic(
+            name=name,
+            topic_id=metadata.topic_id,
+            is_internal=name.startswith("__"),
+            partitions=partitions,
+        )
+
+    # -- topics ----------------------------------------------------------------------------
+
+    async def create_topics(self, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
+        results = []
+        default_partitions = self.ctx.config.int("num.partitions")
+        for topic in req.topics:
+            partitions = topic.num_partitions if topic.num_partitions != -1 else default_partitions
+            result = m.CreatableTopicResult(name=topic.name, num_partitions=partitions)
+            try:
+                validate_topic_name(topic.name)
+                if partitions < 1:
+                    result.error_code = ErrorCode.INVALID_PARTITIONS
+                    result.error_message = f"Number of partitions must be at least 1: {partitions}"
+                elif topic.replication_factor not in (-1, 1):
+                    result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                    result.error_message = (
+                        f"Replication factor {topic.replication_factor} is larger than the "
+                        "1 available broker"
+                    )
+                elif req.validate_only:
+                    if topic.name in self.ctx.manager.topics:
+                        result.error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+                    self.ctx.manager.default_config.with_overrides(topic.configs)
+                else:
+                    async with self.ctx.admin_lock:
+                        await anyio.to_thread.run_sync(
+                            self.ctx.manager.create_topic, topic.name, partitions, topic.configs
+                        )
+                    result.topic_id = self.ctx.manager.topics[topic.name].topic_id
+                    result.replication_factor = 1
+                    self.ctx.log.info("topic created", topic=topic.name, partitions=partitions)
+            except StorageError as exc:
+                result.error_code = error_code_for(exc)
+                result.error_message = str(exc)
+            results.append(result)
+        return m.CreateTopicsResponse(correlation_id=req.correlation_id, topics=results)
+
+    async def delete_topics(self, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
+        results = []
+        for name in req.topic_names:
+            result = m.DeletableTopicResult(name=name)
+            if not self.ctx.config["delete.topic.enable"]:
+                result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            else:
+                try:
+                    validate_topic_name(name)
+                    async with self.ctx.admin_lock:
+                        await anyio.to_thread.run_sync(self.ctx.manager.delete_topic, name)
+                    self.ctx.log.info("topic deleted", topic=name)
+                except (StorageError, OSError) as exc:
+                    result.error_code = error_code_for(exc)
+                    result.error_message = str(exc)
+            results.append(result)
+        self.ctx.notify_data()  # wake long polls on deleted partitions: they now fail
+        return m.DeleteTopicsResponse(correlation_id=req.correlation_id, topics=results)
+
+    async def create_partitions(self, req: m.CreatePartitionsRequest) -> m.CreatePartitionsResponse:
+        results = []
+        manager = self.ctx.manager
+        for topic in req.topics:
+            result = m.CreatePartitionsTopicResult(name=topic.name)
+            current = manager.partition_count(topic.name)
+            if topic.name not in manager.topics:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif topic.count <= current:
+                result.error_code = ErrorCode.INVALID_PARTITIONS
+                result.error_message = (
+                    f"Topic currently has {current} partitions, which is higher than or equal "
+                    f"to the requested {topic.count}."
+                )
+            elif not req.validate_only:
+                try:
+                    async with self.ctx.admin_lock:
+                        await anyio.to_thread.run_sync(
+                            manager.add_partitions, topic.name, topic.count
+                        )
+                except StorageError as exc:
+                    result.error_code = error_code_for(exc)
+                    result.error_message = str(exc)
+            results.append(result)
+        return m.CreatePartitionsResponse(correlation_id=req.correlation_id, results=results)
+
+    # -- configs ---------------------------------------------------------------------------
+
+    async def describe_configs(self, req: m.DescribeConfigsRequest) -> m.DescribeConfigsResponse:
+        results = []
+        for res in req.resources:
+            result = m.DescribeConfigsResult(
+                resource_type=res.resource_type, resource_name=res.resource_name
+            )
+            if res.resource_type == m.ConfigResourceType.TOPIC:
+                self._describe_topic_configs(res, result)
+            elif res.resource_type == m.ConfigResourceType.BROKER:
+                self._describe_broker_configs(res, result)
+            else:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"unknown resource type {res.resource_type}"
+            results.append(result)
+        return m.DescribeConfigsResponse(correlation_id=req.correlation_id, results=results)
+
+    def _describe_topic_configs(
+        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
+    ) -> None:
+        metadata = self.ctx.manager.topics.get(res.resource_name)
+        if metadata is None:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_message = f"unknown topic {res.resource_name!r}"
+            return
+        effective = self.ctx.manager.effective_config(res.resource_name).to_kafka()
+        broker_sources = self.ctx.config.sources
+        for name, value in effective.items():
+            if res.configuration_keys is not None and name not in res.configuration_keys:
+                continue
+            if name in metadata.configs:
+                source = m.ConfigSource.DYNAMIC_TOPIC_CONFIG
+            elif any(
+                broker_sources.get(key, EMBEDDED_DEFAULTS) != EMBEDDED_DEFAULTS
+                for key in CONFIG_KEYS[name].broker_keys
+            ):
+                source = m.ConfigSource.STATIC_BROKER_CONFIG
+            else:
+                source = m.ConfigSource.DEFAULT_CONFIG
+            result.configs.append(
+                m.DescribeConfigsEntry(
+                    name=name,
+                    value=value,
+                    config_source=source,
+                    is_default=source == m.ConfigSource.DEFAULT_CONFIG,
+                )
+            )
+
+    def _describe_broker_configs(
+        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
+    ) -> None:
+        if res.resource_name not in ("", str(self.ctx.node_id)):
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"this broker is node {self.ctx.node_id}"
+            return
+        sources = self.ctx.config.sources
+        for name, value in sorted(self.ctx.config.values.items()):
+            if res.configuration_keys is not None and name not in res.configuration_keys:
+                continue
+            default = sources.get(name, EMBEDDED_DEFAULTS) == EMBEDDED_DEFAULTS
+            result.configs.append(
+                m.DescribeConfigsEntry(
+                    name=name,
+                    value=None if value is None else str(value),
+                    read_only=True,
+                    config_source=m.ConfigSource.DEFAULT_CONFIG
+                    if default
+                    else m.ConfigSource.STATIC_BROKER_CONFIG,
+                    is_default=default,
+                )
+            )
+
+    async def alter_configs(self, req: m.AlterConfigsRequest) -> m.AlterConfigsResponse:
+        results = []
+        manager = self.ctx.manager
+        for res in req.resources:
+            result = m.AlterConfigsResourceResult(
+                resource_type=res.resource_type, resource_name=res.resource_name
+            )
+            results.append(result)
+            if res.resource_type != m.ConfigResourceType.TOPIC:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = (
+                    "only topic configs can be altered; broker configs are static"
+                )
+                continue
+            metadata = manager.topics.get(res.resource_name)
+            if metadata is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            configs = dict(metadata.configs)
+            for op in res.configs:
+                if op.config_operation not in (m.AlterConfigOp.SET, m.AlterConfigOp.DELETE):
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                    result.error_message = (
+                        f"unsupported operation {op.config_operation} for {op.name} "
+                        "(0 = SET, 1 = DELETE)"
+                    )
+                elif op.config_operation == m.AlterConfigOp.DELETE:
+                    configs.pop(op.name, None)
+                elif op.value is None:
+                    result.error_code = ErrorCode.INVALID_CONFIG
+                    result.error_message = f"no value given for {op.name}"
+                else:
+                    configs[op.name] = op.value
+            if result.error_code:
+                continue
+            try:
+                manager.default_config.with_overrides(configs)  # validate, naming the key
+                if not req.validate_only:
+                    async with self.ctx.admin_lock:
+                        await anyio.to_thread.run_sync(
+                            manager.alter_topic_configs, res.resource_name, configs
+                        )
+                    self.ctx.log.info(
+                        "topic configs altered", topic=res.resource_name, configs=configs
+                    )
+            except StorageError as exc:
+                result.error_code = error_code_for(exc)
+                result.error_message = str(exc)
+        return m.AlterConfigsResponse(correlation_id=req.correlation_id, responses=results)
+
+    # -- log dirs --------------------------------------------------------------------------
+
+    async def describe_log_dirs(self, req: m.DescribeLogDirsRequest) -> m.DescribeLogDirsResponse:
+        manager = self.ctx.manager
+        wanted = None if req.topics is None else set(req.topics)
+        results = []
+        for log_dir in manager.log_dirs:
+            result = m.DescribeLogDirsResult(log_dir=str(log_dir))
+            results.append(result)
+            if log_dir in manager.offline_dirs:
+                result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            by_topic: dict[str, list[m.DescribeLogDirsPartition]] = {}
+            for (topic, partition), log in sorted(manager.logs.items()):
+                if (wanted is None or topic in wanted) and manager.log_dir_of(
+                    topic, partition
+                ) == log_dir:
+                    by_topic.setdefault(topic, []).append(
+                        m.DescribeLogDirsPartition(
+                            partition_index=partition, size_bytes=log.size_bytes
+                        )
+                    )
+            result.topics = [
+                m.DescribeLogDirsTopic(name=name, partitions=parts)
+                for name, parts in by_topic.items()
+            ]
+        return m.DescribeLogDirsResponse(correlation_id=req.correlation_id, results=results)

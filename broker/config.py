@@ -1,0 +1,256 @@
+"""Broker configuration: Kafka's ``server.properties`` keys, embedded defaults, overrides.
+
+Precedence, lowest first: the embedded defaults below (Kafka's, except ``log.dirs`` and the
+listener), the properties file, ``ODRADEK_*`` environment variables (``ODRADEK_LOG_DIRS`` sets
+``log.dirs``: upper case, dots to underscores, as Kafka's container images do), then
+``--override key=value``. An unknown key or a value of the wrong type is a
+:class:`ConfigError` naming the key, the value and where it came from.
+
+Topic-level defaults (``log.segment.bytes`` → ``segment.bytes`` …) come from the keys each
+:class:`storage.config.ConfigKey` lists as its broker keys, so one table defines each mapping.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
+from storage.errors import InvalidConfigError
+
+__all__ = ["BrokerConfig", "ConfigError", "Listener", "load_config"]
+
+ENV_PREFIX = "ODRADEK_"
+EMBEDDED_DEFAULTS = "the embedded defaults"  # the source name of a value nobody set
+_HOUR_MS = 3600 * 1000
+
+
+class ConfigError(Exception):
+    """A configuration key or value the broker cannot start with."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        """``PLAINTEXT://host:port`` (the first of a comma-separated list is used)."""
+        first = text.split(",")[0].strip()
+        parts = urlsplit(first)
+        if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
+            raise ValueError(f"expected PLAINTEXT://host:port, got {first!r}")
+        return cls(parts.hostname or "0.0.0.0", parts.port)
+
+    def __str__(self) -> str:
+        return f"PLAINTEXT://{self.host}:{self.port}"
+
+
+def _int(low: int = -(2**63), high: int = LONG_MAX) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if not low <= value <= high:
+            raise ValueError(f"must be in [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return lowered == "true"
+
+
+def _str(text: str) -> str:
+    return text.strip()
+
+
+def _float(text: str) -> float:
+    return float(text.strip())
+
+
+# Broker keys: name -> (parser, default as text). Topic-level defaults are validated again by
+# storage.config when they are turned into a LogConfig.
+BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
+    "node.id": (_int(0, 2**31 - 1), "1"),
+    "listeners": (Listener.parse, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (Listener.parse, None),
+    "log.dirs": (_str, "/tmp/odradek-logs"),
+    "log.dir": (_str, None),
+    "num.partitions": (_int(1, 2**31 - 1), "1"),
+    "auto.create.topics.enable": (_bool, "true"),
+    "delete.topic.enable": (_bool, "true"),
+    "message.max.bytes": (_int(0, 2**31 - 1), "1048588"),
+    "socket.request.max.bytes": (_int(1, 2**31 - 1), "104857600"),
+    "max.connections": (_int(1, 2**31 - 1), "2147483647"),
+    "connections.max.idle.ms": (_int(1), "600000"),
+    "log.segment.bytes": (_int(14, 2**31 - 1), "1073741824"),
+    "log.roll.ms": (_int(1), None),
+    "log.roll.hours": (_int(1, 2**31 - 1), "168"),
+    "log.index.size.max.bytes": (_int(8, 2**31 - 1), "10485760"),
+    "log.index.interval.bytes": (_int(0, 2**31 - 1), "4096"),
+    "log.flush.interval.messages": (_int(1), str(LONG_MAX)),
+    "log.flush.interval.ms": (_int(0), None),
+    "log.flush.scheduler.interval.ms": (_int(1), str(LONG_MAX)),
+    "log.flush.offset.checkpoint.interval.ms": (_int(1, 2**31 - 1), "60000"),
+    "log.retention.ms": (_int(-1), None),
+    "log.retention.minutes": (_int(-1, 2**31 - 1), None),
+    "log.retention.hours": (_int(-1, 2**31 - 1), "168"),
+    "log.retention.bytes": (_int(-1), "-1"),
+    "log.retention.check.interval.ms": (_int(1), "300000"),
+    "log.segment.delete.delay.ms": (_int(0), "60000"),
+    "log.cleanup.policy": (_str, "delete"),
+    "log.cleaner.enable": (_bool, "true"),
+    "log.cleaner.threads": (_int(1, 64), "1"),
+    "log.cleaner.backoff.ms": (_int(0), "15000"),
+    "log.cleaner.dedupe.buffer.size": (_int(0), "134217728"),
+    "log.cleaner.io.max.bytes.per.second": (_float, "1.7976931348623157E308"),
+    "log.cleaner.min.cleanable.ratio": (_float, "0.5"),
+    "log.cleaner.delete.retention.ms": (_int(0), "86400000"),
+    "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
+    "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
+    "log.message.timestamp.type": (_str, "CreateTime"),
+    "compression.type": (_str, "producer"),
+    "offsets.topic.num.partitions": (_int(1, 1000), "50"),
+    "offsets.retention.minutes": (_int(1, 2**31 - 1), "10080"),
+    "group.initial.rebalance.delay.ms": (_int(0, 2**31 - 1), "3000"),
+    "group.min.session.timeout.ms": (_int(0, 2**31 - 1), "6000"),
+    "group.max.session.timeout.ms": (_int(0, 2**31 - 1), "1800000"),
+}
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """The parsed broker configuration; ``values`` holds every key, typed."""
+
+    values: Mapping[str, object]
+    sources: Mapping[str, str] = field(default_factory=dict)  # key -> where it was set
+
+    def __getitem__(self, key: str) -> object:
+        return self.values[key]
+
+    @property
+    def node_id(self) -> int:
+        return int(self.values["node.id"])  # type: ignore[call-overload]
+
+    @property
+    def listener(self) -> Listener:
+        return self.values["listeners"]  # type: ignore[return-value]
+
+    @property
+    def advertised_listener(self) -> Listener:
+        advertised = self.values.get("advertised.listeners")
+        return advertised if advertised is not None else self.listener  # type: ignore[return-value]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        raw = self.values.get("log.dirs") or self.values.get("log.dir")
+        return [Path(p.strip()) for p in str(raw).split(",") if p.strip()]
+
+    def int(self, key: str) -> int:
+        return int(self.values[key])  # type: ignore[call-overload]
+
+    def log_config(self) -> LogConfig:
+        """Topic defaults from the broker keys (``log.segment.bytes`` → ``segment.bytes``...)."""
+        topic_values: dict[str, str] = {}
+        origin: dict[str, str] = {}  # topic-level name -> the broker key its value came from
+        for name, key in CONFIG_KEYS.items():
+            for broker_key in key.broker_keys:
+                value = self.values.get(broker_key)
+                if value is not None:
+                    topic_values[name] = str(value)
+                    origin[name] = broker_key
+        if self.values.get("log.roll.ms") is None:
+            topic_values["segment.ms"] = str(self.int("log.roll.hours") * _HOUR_MS)
+            origin["segment.ms"] = "log.roll.hours"
+        if self.values.get("log.retention.ms") is None:
+            minutes = self.values.get("log.retention.minutes")
+            if minutes is not None:
+                retention_ms = int(minutes) * 60_000  # type: ignore[call-overload]
+                origin["retention.ms"] = "log.retention.minutes"
+            else:
+                retention_ms = self.int("log.retention.hours") * _HOUR_MS
+                origin["retention.ms"] = "log.retention.hours"
+            topic_values["retention.ms"] = str(max(retention_ms, -1))
+        if self.values.get("log.flush.interval.ms") is None:
+            topic_values["flush.ms"] = str(self.values["log.flush.scheduler.interval.ms"])
+            origin["flush.ms"] = "log.flush.scheduler.interval.ms"
+        config = LogConfig()
+        for name, text in topic_values.items():  # one at a time, to name the culprit
+            try:
+                config = config.with_overrides({name: text})
+            except InvalidConfigError as exc:
+                key = origin.get(name, name)
+                source = self.sources.get(key, EMBEDDED_DEFAULTS)
+                raise ConfigError(f"invalid value {text!r} for {key} in {source}: {exc}") from None
+        return config
+
+
+def parse_properties(text: str, source: str) -> dict[str, str]:
+    """``key=value`` lines (``#``/``!`` comments, blank lines, ``key: value``), Java-style."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep <= 0:
+            raise ConfigError(f"{source}:{number}: expected key=value, got {raw!r}")
+        values[line[:sep].strip()] = line[sep + 1 :].strip()
+    return values
+
+
+def _apply(
+    typed: dict[str, object], sources: dict[str, str], raw: Mapping[str, str], source: str
+) -> None:
+    for key, text in raw.items():
+        spec = BROKER_KEYS.get(key)
+        if spec is None:
+            raise ConfigError(f"unknown config key {key!r} (value {text!r}) in {source}")
+        parser, _ = spec
+        try:
+            typed[key] = parser(text)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {text!r} for {key} in {source}: {exc}") from None
+        sources[key] = source
+
+
+def load_config(
+    path: Path | None = None,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> BrokerConfig:
+    """Defaults, then ``path`` (if given), then ``ODRADEK_*`` variables, then ``overrides``."""
+    typed: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    defaults = {k: default for k, (_, default) in BROKER_KEYS.items() if default is not None}
+    _apply(typed, sources, defaults, EMBEDDED_DEFAULTS)
+    for key in BROKER_KEYS:
+        typed.setdefault(key, None)
+    if path is not None:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        _apply(typed, sources, parse_properties(text, str(path)), str(path))
+    env = os.environ if environ is None else environ
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX) and name != ENV_PREFIX:
+            key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
+            _apply(typed, sources, {key: value}, f"environment variable {name}")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        _apply(typed, sources, {key.strip(): value}, "--override")
+    config = BrokerConfig(typed, sources)
+    config.log_config()  # validate the topic defaults now, naming the key
+    if not config.log_dirs:
+        raise ConfigError("log.dirs names no directory")
+    return config

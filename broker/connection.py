@@ -1,0 +1,199 @@
+"""One client connection: read frames, dispatch requests, write responses.
+
+Reading and dispatch happen in one task, in arrival order: every append of this connection is
+applied in the order its requests arrived (per-partition order). Requests that wait — Produce
+with ``acks=all`` (the fsync) and Fetch (the long poll) — are answered by a task of their own,
+so a client may pipeline many; responses carry the correlation id and may leave out of order.
+A send lock keeps frames whole; at most ``max_in_flight`` waiting requests exist per connection
+(the reader stops reading beyond that), so a client that never reads its responses only fills
+its own socket buffer.
+
+What closes the connection, with a logged reason and without touching any log: a frame above
+``socket.request.max.bytes`` (refused before it is buffered), a malformed frame or header, an
+unknown api, an idle timeout, the peer closing. An unsupported version is answered with
+``UNSUPPORTED_VERSION`` and the connection stays open (its frame boundaries are intact).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from broker.admin import AdminApi
+from broker.context import BrokerContext
+from broker.data import DataApi, Reply
+from broker.net import close_socket, recv_into, send_buffers, sendfile_all
+from protocol import messages as m
+from protocol.errors import ErrorCode
+from protocol.frames import FrameDecoder, FrameError
+
+__all__ = ["Connection"]
+
+_READ_BUFFER_BYTES = 256 * 1024
+_CONNECTION_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,  # fileno() of a segment closed under a response (topic deleted)
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+)
+
+
+class Connection:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        sock: socket.socket,
+        peer: str,
+        *,
+        admin: AdminApi,
+        data: DataApi,
+        max_frame_bytes: int,
+        idle_timeout_s: float,
+        max_in_flight: int = 256,
+    ) -> None:
+        self.ctx = ctx
+        self.sock = sock
+        self.peer = peer
+        self.log = ctx.log.bind(peer=peer)
+        self.admin = admin
+        self.data = data
+        self.max_frame_bytes = max_frame_bytes
+        self.idle_timeout_s = idle_timeout_s
+        self._send_lock = anyio.Lock()
+        self._max_in_flight = max_in_flight
+        self._in_flight = anyio.Semaphore(max_in_flight)
+        self._reader_scope = anyio.CancelScope()
+        self._task_group: anyio.abc.TaskGroup
+        self._handlers: dict[type, Any] = {
+            m.ApiVersionsRequest: admin.api_versions,
+            m.MetadataRequest: admin.metadata,
+            m.CreateTopicsRequest: admin.create_topics,
+            m.DeleteTopicsRequest: admin.delete_topics,
+            m.CreatePartitionsRequest: admin.create_partitions,
+            m.DescribeConfigsRequest: admin.describe_configs,
+            m.AlterConfigsRequest: admin.alter_configs,
+            m.DescribeLogDirsRequest: admin.describe_log_dirs,
+            m.ListOffsetsRequest: data.list_offsets,
+            m.DeleteRecordsRequest: data.delete_records,
+        }
+
+    def stop_reading(self) -> None:
+        """Graceful shutdown: read no more requests; those in flight still get answers."""
+        self._reader_scope.cancel()
+
+    async def serve(self) -> None:
+        """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
+        decoder = FrameDecoder(self.max_frame_bytes)
+        buffer = memoryview(bytearray(_READ_BUFFER_BYTES))
+        try:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                with self._reader_scope:
+                    try:
+                        reason = await self._read_loop(decoder, buffer, tg)
+                    except (FrameError, m.MalformedMessage) as exc:
+                        reason = f"malformed request: {exc}"
+                        self.log.warning("closing connection", reason=reason)
+                        tg.cancel_scope.cancel()
+                    except _CONNECTION_ERRORS as exc:
+                        reason = f"connection error: {exc!r}"
+                        tg.cancel_scope.cancel()
+                if self._reader_scope.cancelled_caught:
+                    reason = "broker shutting down"
+        finally:
+            close_socket(self.sock)
+        self.log.debug("connection closed", reason=reason)
+
+    async def _read_loop(
+        self, decoder: FrameDecoder, buffer: memoryview, tg: anyio.abc.TaskGroup
+    ) -> str:
+        while True:
+            with anyio.move_on_after(self.idle_timeout_s) as idle:
+                received = await recv_into(self.sock, buffer)
+            if idle.cancelled_caught:
+                if self._in_flight.value == self._max_in_flight:  # nothing in flight
+                    self.log.info("closing idle connection", idle_s=self.idle_timeout_s)
+                    return "idle timeout"
+                continue
+            if received == 0:
+                decoder.end_of_stream()
+                return "peer closed the connection"
+            decoder.feed(buffer[:received])
+            for body in decoder:
+                await self._dispatch(body, tg)
+
+    async def _dispatch(self, body: bytes, tg: anyio.abc.TaskGroup) -> None:
+        try:
+            request, raw = m.decode_request(body)
+        except m.UnsupportedVersion as exc:
+            if exc.api_key is None or exc.correlation_id is None:
+                raise
+            # The frame boundaries are intact: answer and keep the connection
+            # (docs/protocol.md §6); ApiVersions also lists what we speak, so the client
+            # can downgrade.
+            self.log.info("unsupported request version", reason=exc.reason)
+            reply = m.error_response(exc.api_key, exc.correlation_id, exc.error_code, exc.reason)
+            if isinstance(reply, m.ApiVersionsResponse):
+                reply.api_keys = m.supported_api_versions()
+            await self._send(reply)
+            return
+        if isinstance(request, m.ProduceRequest):
+            if request.acks == m.ACKS_ALL:
+                await self._in_flight.acquire()
+                tg.start_soon(self._answer_waiting, self.data.produce(request, raw), request)
+            else:
+                await self._answer(self.data.produce(request, raw), request)
+        elif isinstance(request, m.FetchRequest):
+            await self._in_flight.acquire()
+            tg.start_soon(self._answer_waiting, self.data.fetch(request), request)
+        elif (handler := self._handlers.get(type(request))) is not None:
+            await self._answer(handler(request), request)
+        else:  # a known api this broker has no handler for: say so, keep the connection
+            name = type(request).__name__
+            self.log.warning("request not served", api=name)
+            await self._send(
+                m.error_response(
+                    m.api_key_of(request),
+                    request.correlation_id,
+                    ErrorCode.INVALID_REQUEST,
+                    f"{name} is not served by this broker",
+                )
+            )
+
+    async def _answer_waiting(self, work: Any, request: m.Request) -> None:
+        try:
+            await self._answer(work, request)
+        except _CONNECTION_ERRORS as exc:  # the peer is gone: so is the connection
+            self.log.debug("cannot send response", error=repr(exc))
+            self._task_group.cancel_scope.cancel()
+        finally:
+            self._in_flight.release()
+
+    async def _answer(self, work: Any, request: m.Request) -> None:
+        """Await the handler and send its reply; a handler bug answers UNKNOWN_SERVER_ERROR."""
+        try:
+            reply = await work
+        except Exception as exc:
+            self.log.exception("request failed", api=type(request).__name__)
+            reply = m.error_response(
+                m.api_key_of(request),
+                request.correlation_id,
+                ErrorCode.UNKNOWN_SERVER_ERROR,
+                f"{type(exc).__name__}: {exc}",
+            )
+        if reply is not None:
+            await self._send(reply)
+
+    async def _send(self, reply: Reply | m.Response) -> None:
+        async with self._send_lock:
+            if isinstance(reply, m.Response):
+                await send_buffers(self.sock, m.encode_response(reply))
+                return
+            head = m.encode_head(reply.response, reply.raw_bytes)
+            await send_buffers(self.sock, [head, *reply.buffers])
+            for region in reply.regions:
+                await sendfile_all(self.sock, region.file.fileno(), region.position, region.length)

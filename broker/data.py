@@ -1,0 +1,234 @@
+"""Handlers for the record APIs: Produce, Fetch, ListOffsets, DeleteRecords.
+
+Produce appends on the event loop: a page-cache write of one request's batches (``pwritev``)
+costs less than handing it to a worker thread, and doing every append on the loop keeps one
+writer per partition and per-partition order with no lock. The fsync for ``acks=all`` is the
+only slow part, and it runs in the group-commit thread (:mod:`broker.durability`).
+
+Fetch builds its response header from segment positions alone (:class:`FileRegion`), and the
+connection sends the bytes with ``os.sendfile``: records never pass through Python objects.
+A fetch that finds fewer than ``min_bytes`` waits for appends up to ``max_wait_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import anyio
+
+from broker.context import BrokerContext
+from broker.errors import error_code_for
+from protocol import messages as m
+from protocol.errors import ErrorCode
+from protocol.frames import Buffer
+from storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
+from storage.log import Log
+from storage.segment import FileRegion
+from storage.topics import validate_topic_name
+
+__all__ = ["DataApi", "Reply"]
+
+
+@dataclass
+class Reply:
+    """A response and what follows its header: buffers, then file regions (sendfile)."""
+
+    response: m.Response
+    buffers: list[Buffer] = field(default_factory=list)
+    regions: list[FileRegion] = field(default_factory=list)
+
+    @property
+    def raw_bytes(self) -> int:
+        return sum(len(b) for b in self.buffers) + sum(r.length for r in self.regions)
+
+
+class DataApi:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def _log(self, topic: str, partition: int) -> Log:
+        try:
+            return self.ctx.manager.get_log(topic, partition)
+        except UnknownTopicOrPartitionError:
+            validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION (DESIGN §3)
+            raise
+
+    # -- Produce ---------------------------------------------------------------------------
+
+    async def produce(self, req: m.ProduceRequest, raw: memoryview) -> m.ProduceResponse | None:
+        """Append every partition's batches; with acks=all, wait until they are fsynced."""
+        ctx = self.ctx
+        now_ms = ctx.manager.clock_ms()
+        by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
+        durable: list[tuple[Log, int, m.ProducePartitionResponse]] = []
+        acks_ok = req.acks in m.VALID_ACKS
+        appended = False
+        for topic, part, records in m.record_sections(req, raw):
+            result = m.ProducePartitionResponse(partition_index=part.partition_index)
+            by_topic.setdefault(topic, []).append(result)
+            if not acks_ok:
+                result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+                continue
+            log = None
+            try:
+                log = self._log(topic, part.partition_index)
+                info = log.append(records, now_ms=now_ms)
+            except OSError as exc:
+                if log is not None:
+                    ctx.storage_failed(log, exc)
+                self._fail(result, exc)
+                continue
+            except Exception as exc:  # CorruptRecordError, RecordTooLargeError, ...
+                self._fail(result, exc)
+                ctx.log.info(
+                    "produce rejected",
+                    topic=topic,
+                    partition=part.partition_index,
+                    error=ErrorCode(result.error_code).name,
+                    reason=str(exc),
+                )
+                continue
+            appended = True
+            if info.rolled:  # Kafka flushes a rolled segment soon after the roll
+                ctx.group_commit.flush_soon(log)
+            result.base_offset = info.first_offset
+            result.log_append_time_ms = info.log_append_time_ms
+            result.log_start_offset = log.log_start_offset
+            if req.acks == m.ACKS_ALL:
+                durable.append((log, info.last_offset, result))
+        if appended:
+            ctx.notify_data()
+        if durable:
+            await self._wait_durable(durable, req.timeout_ms)
+        if req.acks == m.ACKS_NONE:
+            return None
+        response = m.ProduceResponse(
+            correlation_id=req.correlation_id,
+            topics=[m.ProduceTopicResponse(name=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+        if not acks_ok:  # the whole request fails (docs/protocol.md, Produce)
+            response.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+            response.error_message = f"acks must be 0, 1 or -1 (all), got {req.acks}"
+            ctx.log.info("produce rejected", error="INVALID_REQUIRED_ACKS", acks=req.acks)
+        return response
+
+    async def _wait_durable(
+        self, durable: list[tuple[Log, int, m.ProducePartitionResponse]], timeout_ms: int
+    ) -> None:
+        async def wait_one(log: Log, offset: int, result: m.ProducePartitionResponse) -> None:
+            try:
+                await self.ctx.group_commit.wait_durable(log, offset)
+            except OSError as exc:
+                self._fail(result, exc)
+
+        with anyio.move_on_after(max(timeout_ms, 1) / 1000) as scope:
+            async with anyio.create_task_group() as tg:
+                for log, offset, result in durable:
+                    tg.start_soon(wait_one, log, offset, result)
+        if scope.cancelled_caught:
+            for log, offset, result in durable:
+                if log.recovery_point <= offset and not result.error_code:
+                    result.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    result.error_message = f"not fsynced within {timeout_ms} ms"
+
+    @staticmethod
+    def _fail(result: m.ProducePartitionResponse, exc: BaseException) -> None:
+        result.error_code = error_code_for(exc)
+        result.error_message = str(exc)
+        result.base_offset = -1
+
+    # -- Fetch -----------------------------------------------------------------------------
+
+    async def fetch(self, req: m.FetchRequest) -> Reply:
+        """Collect regions; if fewer than ``min_bytes``, wait for appends up to max_wait_ms
+        (a graceful shutdown ends the wait at once)."""
+        deadline = anyio.current_time() + req.max_wait_ms / 1000
+        while True:
+            arrived = self.ctx.data_event()  # taken before reading: no wake-up is lost
+            reply, total, errors = self._collect(req)
+            remaining = deadline - anyio.current_time()
+            if total >= req.min_bytes or errors or remaining <= 0 or self.ctx.stopping:
+                return reply
+            with anyio.move_on_after(remaining):
+                await arrived.wait()
+
+    def _collect(self, req: m.FetchRequest) -> tuple[Reply, int, bool]:
+        budget = req.max_bytes
+        regions: list[FileRegion] = []
+        topics = []
+        errors = False
+        for topic in req.topics:
+            parts = []
+            for fp in topic.partitions:
+                result = m.FetchPartitionResponse(partition_index=fp.partition_index)
+                parts.append(result)
+                try:
+                    log = self._log(topic.name, fp.partition_index)
+                    fetched = log.read(
+                        fp.fetch_offset,
+                        min(fp.partition_max_bytes, budget),
+                        # KIP-74: the first batch is returned whole even if over the limits.
+                        min_one_message=not regions,
+                    )
+                except (OffsetOutOfRangeError, UnknownTopicOrPartitionError, StorageError) as exc:
+                    result.error_code = error_code_for(exc)
+                    errors = True
+                    if isinstance(exc, OffsetOutOfRangeError):
+                        result.high_watermark = exc.log_end_offset
+                        result.log_start_offset = exc.log_start_offset
+                    continue
+                result.high_watermark = fetched.high_watermark
+                result.last_stable_offset = fetched.high_watermark
+                result.log_start_offset = fetched.log_start_offset
+                region = fetched.region
+                if region is not None and budget > 0 and fp.partition_max_bytes > 0:
+                    regions.append(region)
+                    result.records_bytes = region.length
+                    budget -= region.length
+            topics.append(m.FetchTopicResponse(name=topic.name, partitions=parts))
+        response = m.FetchResponse(correlation_id=req.correlation_id, topics=topics)
+        total = sum(r.length for r in regions)
+        return Reply(response, regions=regions), total, errors
+
+    # -- ListOffsets / DeleteRecords -------------------------------------------------------
+
+    async def list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        topics = []
+        for topic in req.topics:
+            parts = []
+            for lp in topic.partitions:
+                result = m.ListOffsetsPartitionResponse(partition_index=lp.partition_index)
+                parts.append(result)
+                if lp.timestamp < 0 and lp.timestamp not in (
+                    m.LATEST_TIMESTAMP,
+                    m.EARLIEST_TIMESTAMP,
+                ):
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                    continue
+                try:
+                    found = self._log(topic.name, lp.partition_index).offset_for_timestamp(
+                        lp.timestamp
+                    )
+                    if found is not None:
+                        result.offset, result.timestamp = found
+                except (StorageError, OSError) as exc:
+                    result.error_code = error_code_for(exc)
+            topics.append(m.ListOffsetsTopicResponse(name=topic.name, partitions=parts))
+        return m.ListOffsetsResponse(correlation_id=req.correlation_id, topics=topics)
+
+    async def delete_records(self, req: m.DeleteRecordsRequest) -> m.DeleteRecordsResponse:
+        topics = []
+        for topic in req.topics:
+            parts = []
+            for dp in topic.partitions:
+                result = m.DeleteRecordsPartitionResult(partition_index=dp.partition_index)
+                try:
+                    log = self._log(topic.name, dp.partition_index)
+                    offset = log.high_watermark if dp.offset == -1 else dp.offset
+                    result.low_watermark = log.advance_log_start_offset(offset)
+                except (StorageError, OSError) as exc:
+                    result.error_code = error_code_for(exc)
+                parts.append(result)
+            topics.append(m.DeleteRecordsTopicResult(name=topic.name, partitions=parts))
+        await self.ctx.checkpoint()  # a DeleteRecords must survive a crash
+        return m.DeleteRecordsResponse(correlation_id=req.correlation_id, topics=topics)

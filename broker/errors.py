@@ -1,0 +1,39 @@
+"""The one place where exceptions become Kafka error codes (DESIGN §4)."""
+
+from __future__ import annotations
+
+from protocol.compression import CompressionError
+from protocol.errors import ErrorCode
+from protocol.records import CorruptRecordError
+from storage.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    LogDirOfflineError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+__all__ = ["error_code_for"]
+
+_CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
+    (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    (CompressionError, ErrorCode.CORRUPT_MESSAGE),
+    (UnknownTopicOrPartitionError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+    (InvalidTopicError, ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
+    (InvalidConfigError, ErrorCode.INVALID_CONFIG),
+    (LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
+)
+
+
+def error_code_for(exc: BaseException) -> ErrorCode:
+    """Kafka's error code for an exception raised while serving a request."""
+    for cls, code in _CODES:
+        if isinstance(exc, cls):
+            return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR

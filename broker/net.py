@@ -1,0 +1,95 @@
+"""Raw non-blocking sockets driven by anyio's readiness waits, with ``os.sendfile``.
+
+Why not anyio's ``SocketStream``: on the asyncio backends a stream owns its socket through an
+asyncio transport, and a probe that called ``os.sendfile`` on the stream's raw socket hung on
+asyncio and uvloop (DESIGN §13). Sockets that no transport owns, waited on with
+``anyio.wait_readable`` / ``anyio.wait_writable``, serve sendfile on asyncio, uvloop and trio.
+Every call tries the syscall first and waits only on ``BlockingIOError``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+
+import anyio
+
+__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "sendfile_all"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
+    """A non-blocking listening TCP socket (SO_REUSEADDR, so a restart can rebind at once)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def recv_into(sock: socket.socket, buffer: bytearray | memoryview) -> int:
+    """Receive into ``buffer``; 0 means the peer closed its side."""
+    while True:
+        try:
+            return sock.recv_into(buffer)
+        except BlockingIOError:
+            await anyio.wait_readable(sock)
+        except InterruptedError:
+            continue
+
+
+async def send_buffers(sock: socket.socket, buffers: Sequence[Buffer]) -> None:
+    """Write every buffer, in order, with vectored ``sendmsg`` calls."""
+    views = [memoryview(b).cast("B") for b in buffers if len(b)]
+    while views:
+        try:
+            sent = sock.sendmsg(views[:512])  # IOV_MAX is 1024 on Linux
+        except BlockingIOError:
+            await anyio.wait_writable(sock)
+            continue
+        except InterruptedError:
+            continue
+        while sent:
+            head = views[0]
+            if sent >= len(head):
+                sent -= len(head)
+                views.pop(0)
+            else:
+                views[0] = head[sent:]
+                sent = 0
+
+
+async def sendfile_all(sock: socket.socket, fd: int, position: int, length: int) -> None:
+    """Send ``length`` bytes of ``fd`` from ``position`` with zero-copy ``os.sendfile``.
+
+    Raises ``EOFError`` if the file ends first (it never should: regions are computed from
+    data already written).
+    """
+    out = sock.fileno()
+    while length > 0:
+        try:
+            sent = os.sendfile(out, fd, position, length)
+        except BlockingIOError:
+            await anyio.wait_writable(sock)
+            continue
+        except InterruptedError:
+            continue
+        if sent == 0:
+            raise EOFError(f"file ended {length} bytes before the region's end")
+        position += sent
+        length -= sent
+
+
+def close_socket(sock: socket.socket) -> None:
+    """Wake every task waiting on ``sock`` (they get ClosedResourceError), then close it."""
+    if sock.fileno() >= 0:
+        anyio.notify_closing(sock)
+        sock.close()

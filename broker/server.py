@@ -1,0 +1,218 @@
+"""The broker process: start-up, the accept loop, background work, graceful shutdown.
+
+Task tree (anyio structured concurrency; nothing outlives its group)::
+
+    run()
+    ├── group commit flusher            (broker.durability)
+    ├── housekeeping                    periodic flush (flush.ms) and offset checkpoints
+    ├── signal watcher                  SIGTERM / SIGINT → shutdown()
+    └── connections group
+        └── Connection.serve() per client, each with its own waiting-request tasks
+
+Start-up: load every log dir (recovery if the last shutdown was unclean) in a worker thread,
+then listen. Shutdown (SIGTERM, SIGINT, or :meth:`Server.shutdown`): stop accepting, stop
+reading requests, let in-flight requests finish (waiting fetches answer at once; at most
+``shutdown_grace_s``), then flush every log, write checkpoints and ``.kafka_cleanshutdown``,
+release the ``.lock`` files.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import socket
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from broker.admin import AdminApi
+from broker.config import BrokerConfig, Listener
+from broker.connection import Connection
+from broker.context import BrokerContext
+from broker.data import DataApi
+from broker.logs import get_logger
+from broker.net import close_socket, listen
+from storage.manager import LogManager
+
+__all__ = ["Server", "run_server"]
+
+LONG_MAX = 0x7FFF_FFFF_FFFF_FFFF
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Server:
+    def __init__(self, config: BrokerConfig, *, shutdown_grace_s: float = 30.0) -> None:
+        self.config = config
+        self.log = get_logger("odradek.broker")
+        self.shutdown_grace_s = shutdown_grace_s
+        self.manager = LogManager(
+            config.log_dirs, config.log_config(), node_id=config.node_id, clock_ms=wall_clock_ms
+        )
+        self.connections: set[Connection] = set()
+        self.listener: Listener | None = None  # the bound address, once listening
+        self._accept_scope: anyio.CancelScope | None = None  # created inside the event loop
+        self._stop_requested = False
+        self._ctx: BrokerContext | None = None
+
+    def shutdown(self) -> None:
+        """Begin a graceful shutdown (idempotent; from the event loop's thread)."""
+        self._stop_requested = True
+        if self._accept_scope is not None:
+            self._accept_scope.cancel()
+
+    async def run(
+        self,
+        *,
+        handle_signals: bool = False,
+        task_status: anyio.abc.TaskStatus[Listener] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until :meth:`shutdown` (or SIGTERM/SIGINT, with ``handle_signals``)."""
+        async with anyio.create_task_group() as signals:
+            if handle_signals:  # before start-up: a signal at any time is a clean shutdown
+                await signals.start(self._watch_signals)
+            try:
+                await self._run(task_status)
+            finally:
+                signals.cancel_scope.cancel()
+
+    async def _run(self, task_status: anyio.abc.TaskStatus[Listener]) -> None:
+        started = time.perf_counter()
+        await anyio.to_thread.run_sync(self.manager.startup)
+        try:
+            bind = self.config.listener
+            sock = listen(bind.host, bind.port)
+            port = sock.getsockname()[1]
+            self.listener = Listener(bind.host, port)
+            advertised = self.config.advertised_listener
+            if advertised.port == 0 or advertised == bind:
+                advertised = Listener(advertised.host, port)
+            ctx = self._ctx = BrokerContext(self.config, self.manager, self.log)
+            ctx.advertised_listener = advertised
+            self.log.info(
+                "broker started",
+                host=bind.host,
+                port=port,
+                advertised=str(advertised),
+                log_dirs=[str(d) for d in self.manager.log_dirs],
+                offline_dirs={str(d): why for d, why in self.manager.offline_dirs.items()},
+                partitions=len(self.manager.logs),
+                startup_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+            task_status.started(self.listener)
+            async with anyio.create_task_group() as background:
+                background.start_soon(ctx.group_commit.run)
+                background.start_soon(self._housekeeping, ctx)
+                await self._serve_connections(ctx, sock)
+                background.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.manager.shutdown)
+            self.log.info("broker stopped")
+
+    async def _serve_connections(self, ctx: BrokerContext, listener: socket.socket) -> None:
+        admin, data = AdminApi(ctx), DataApi(ctx)
+        self._accept_scope = anyio.CancelScope()
+        if self._stop_requested:
+            self._accept_scope.cancel()
+        max_connections = self.config.int("max.connections")
+        async with anyio.create_task_group() as group:
+            with self._accept_scope:
+                try:
+                    while True:
+                        await anyio.wait_readable(listener)
+                        try:
+                            sock, address = listener.accept()
+                        except BlockingIOError:
+                            continue
+                        if len(self.connections) >= max_connections:
+                            self.log.warning(
+                                "refusing connection: max.connections reached",
+                                peer=f"{address[0]}:{address[1]}",
+                                limit=max_connections,
+                            )
+                            sock.close()
+                            continue
+                        sock.setblocking(False)
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        conn = Connection(
+                            ctx,
+                            sock,
+                            f"{address[0]}:{address[1]}",
+                            admin=admin,
+                            data=data,
+                            max_frame_bytes=self.config.int("socket.request.max.bytes"),
+                            idle_timeout_s=self.config.int("connections.max.idle.ms") / 1000,
+                        )
+                        group.start_soon(self._run_connection, conn)
+                finally:
+                    close_socket(listener)
+            self.log.info("shutting down", connections=len(self.connections))
+            for conn in list(self.connections):
+                conn.stop_reading()
+            ctx.begin_shutdown()  # long-poll fetches answer now instead of at max_wait_ms
+            with anyio.move_on_after(self.shutdown_grace_s) as grace:
+                while self.connections:
+                    await anyio.sleep(0.01)
+            if grace.cancelled_caught:
+                group.cancel_scope.cancel()
+
+    async def _run_connection(self, conn: Connection) -> None:
+        self.connections.add(conn)
+        try:
+            await conn.serve()
+        except Exception:  # a bug in one connection must never take the broker down
+            self.log.exception("connection failed", peer=conn.peer)
+        finally:
+            self.connections.discard(conn)
+
+    async def _housekeeping(self, ctx: BrokerContext) -> None:
+        """Kafka's periodic log flush (``flush.ms``) and offset checkpoints."""
+        checkpoint_every_ms = self.config.int("log.flush.offset.checkpoint.interval.ms")
+        scheduler_ms = self.config.int("log.flush.scheduler.interval.ms")
+        tick_s = min(checkpoint_every_ms, scheduler_ms, 1000) / 1000
+        next_checkpoint_ms = wall_clock_ms() + checkpoint_every_ms
+        last_flush_ms: dict[int, int] = {}
+        while True:
+            await anyio.sleep(tick_s)
+            now = wall_clock_ms()
+            for log in list(self.manager.logs.values()):
+                flushed = last_flush_ms.setdefault(id(log), now)
+                if log.config.flush_ms < LONG_MAX and now - flushed >= log.config.flush_ms:
+                    last_flush_ms[id(log)] = now
+                    ctx.group_commit.flush_soon(log)
+            if now >= next_checkpoint_ms:
+                next_checkpoint_ms = now + checkpoint_every_ms
+                await ctx.checkpoint()
+
+    async def _watch_signals(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
+            async for signum in signals:
+                self.log.info("signal received", signal=signal.Signals(signum).name)
+                self.shutdown()
+
+
+def run_server(config: BrokerConfig, *, backend: str = "asyncio") -> None:
+    """Run a broker until SIGTERM/SIGINT: asyncio with uvloop (if installed) or trio."""
+    server = Server(config)
+    options: dict[str, Any] = {}
+    if backend == "asyncio":
+        try:
+            import uvloop  # noqa: F401
+
+            options["use_uvloop"] = True
+        except ImportError:
+            pass
+    anyio.run(
+        functools.partial(server.run, handle_signals=True),
+        backend=backend,
+        backend_options=options,
+    )

@@ -1,0 +1,202 @@
+"""Messages of the consumer-group APIs (server-side assignment): JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups."""
+
+from __future__ import annotations
+
+from protocol.messages.base import (
+    Assignment,
+    Int16,
+    Int32,
+    Int64,
+    Request,
+    Response,
+    Str,
+    _Item,
+)
+
+
+# ---- Group membership (server-side assignment) ---------------------------------------------
+class JoinGroupRequest(Request, tag=11, kw_only=True):
+    group_id: Str
+    session_timeout_ms: Int32 = 45_000
+    rebalance_timeout_ms: Int32 = 300_000
+    member_id: Str = ""  # "" on the first join
+    group_instance_id: Str | None = None
+    client_id: Str = ""
+    protocol_type: Str = "consumer"
+    assignors: list[Str] = []  # preference order, e.g. ["range", "roundrobin"]; []: broker's
+    topics: list[Str] = []  # the subscription
+
+
+class JoinGroupMember(_Item, kw_only=True):
+    member_id: Str
+    group_instance_id: Str | None = None
+    topics: list[Str] = []
+
+
+class JoinGroupResponse(Response, tag=11, kw_only=True):
+    generation_id: Int32 = -1
+    protocol_type: Str | None = None
+    protocol_name: Str | None = None  # the assignor chosen
+    leader: Str = ""
+    member_id: Str = ""
+    members: list[JoinGroupMember] = []  # filled for the leader only, as in Kafka
+
+
+class SyncGroupRequest(Request, tag=14, kw_only=True):
+    group_id: Str
+    generation_id: Int32
+    member_id: Str
+    group_instance_id: Str | None = None
+
+
+class SyncGroupResponse(Response, tag=14, kw_only=True):
+    protocol_name: Str | None = None
+    assignment: Assignment = {}
+
+
+class HeartbeatRequest(Request, tag=12, kw_only=True):
+    group_id: Str
+    generation_id: Int32
+    member_id: Str
+    group_instance_id: Str | None = None
+
+
+class HeartbeatResponse(Response, tag=12, kw_only=True):
+    pass
+
+
+class MemberIdentity(_Item, kw_only=True):
+    member_id: Str
+    group_instance_id: Str | None = None
+
+
+class LeaveGroupRequest(Request, tag=13, kw_only=True):
+    group_id: Str
+    members: list[MemberIdentity] = []
+
+
+class LeaveGroupMemberResponse(_Item, kw_only=True):
+    member_id: Str
+    group_instance_id: Str | None = None
+    error_code: Int16 = 0
+
+
+class LeaveGroupResponse(Response, tag=13, kw_only=True):
+    members: list[LeaveGroupMemberResponse] = []
+
+
+# ---- Offsets of groups -------------------------------------------------------------------
+class OffsetCommitPartition(_Item, kw_only=True):
+    partition_index: Int32
+    committed_offset: Int64  # the next offset to read
+    committed_leader_epoch: Int32 = -1
+    committed_metadata: Str | None = None
+
+
+class OffsetCommitTopic(_Item, kw_only=True):
+    name: Str
+    partitions: list[OffsetCommitPartition] = []
+
+
+class OffsetCommitRequest(Request, tag=8, kw_only=True):
+    group_id: Str
+    generation_id: Int32 = -1  # -1 with member_id "": a commit outside group membership
+    member_id: Str = ""
+    group_instance_id: Str | None = None
+    topics: list[OffsetCommitTopic] = []
+
+
+class OffsetCommitPartitionResponse(_Item, kw_only=True):
+    partition_index: Int32
+    error_code: Int16 = 0
+
+
+class OffsetCommitTopicResponse(_Item, kw_only=True):
+    name: Str
+    partitions: list[OffsetCommitPartitionResponse] = []
+
+
+class OffsetCommitResponse(Response, tag=8, kw_only=True):
+    topics: list[OffsetCommitTopicResponse] = []
+
+
+class OffsetFetchTopic(_Item, kw_only=True):
+    name: Str
+    partition_indexes: list[Int32] = []
+
+
+class OffsetFetchRequest(Request, tag=9, kw_only=True):
+    group_id: Str
+    topics: list[OffsetFetchTopic] | None = None  # None: every committed partition
+
+
+class OffsetFetchPartitionResponse(_Item, kw_only=True):
+    partition_index: Int32
+    committed_offset: Int64 = -1  # -1: nothing committed
+    committed_leader_epoch: Int32 = -1
+    metadata: Str | None = None
+    error_code: Int16 = 0
+
+
+class OffsetFetchTopicResponse(_Item, kw_only=True):
+    name: Str
+    partitions: list[OffsetFetchPartitionResponse] = []
+
+
+class OffsetFetchResponse(Response, tag=9, kw_only=True):
+    topics: list[OffsetFetchTopicResponse] = []
+
+
+# ---- Group administration ----------------------------------------------------------------
+class ListGroupsRequest(Request, tag=16, kw_only=True):
+    states_filter: list[Str] = []  # []: every state
+
+
+class ListedGroup(_Item, kw_only=True):
+    group_id: Str
+    protocol_type: Str = ""
+    group_state: Str = ""  # Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+
+
+class ListGroupsResponse(Response, tag=16, kw_only=True):
+    groups: list[ListedGroup] = []
+
+
+class DescribeGroupsRequest(Request, tag=15, kw_only=True):
+    groups: list[Str] = []
+
+
+class DescribedGroupMember(_Item, kw_only=True):
+    member_id: Str
+    group_instance_id: Str | None = None
+    client_id: Str = ""
+    client_host: Str = ""
+    topics: list[Str] = []  # the subscription
+    assignment: Assignment = {}
+
+
+class DescribedGroup(_Item, kw_only=True):
+    error_code: Int16 = 0
+    group_id: Str
+    group_state: Str = ""
+    protocol_type: Str = ""
+    protocol_data: Str = ""  # the assignor in use
+    members: list[DescribedGroupMember] = []
+
+
+class DescribeGroupsResponse(Response, tag=15, kw_only=True):
+    groups: list[DescribedGroup] = []
+
+
+class DeleteGroupsRequest(Request, tag=42, kw_only=True):
+    groups_names: list[Str] = []
+
+
+class DeletableGroupResult(_Item, kw_only=True):
+    group_id: Str
+    error_code: Int16 = 0
+
+
+class DeleteGroupsResponse(Response, tag=42, kw_only=True):
+    results: list[DeletableGroupResult] = []

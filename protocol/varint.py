@@ -1,0 +1,84 @@
+"""Zig-zag varints as Kafka's record format uses them (protobuf style, little-endian base 128).
+
+A value ``n`` is zig-zag mapped to ``(n << 1) ^ (n >> 63)`` so small negative numbers stay short,
+then written seven bits per byte, low group first, with the high bit set on every byte but the
+last. ``varint`` fields are 32-bit and take at most 5 bytes; ``varlong`` fields take at most 10.
+
+Encoding of the values a record batch is made of (lengths, offset deltas, small timestamp deltas)
+goes through a precomputed table, so the hot path is one list index per field.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_VARINT_BYTES",
+    "MAX_VARLONG_BYTES",
+    "VarintError",
+    "decode_varint",
+    "encode_varint",
+    "encoded_size",
+]
+
+MAX_VARINT_BYTES = 5
+MAX_VARLONG_BYTES = 10
+
+_TABLE_LIMIT = 1 << 16  # signed values in [-limit, limit) are precomputed
+
+
+class VarintError(ValueError):
+    """A varint ran past the end of its buffer or past its maximum length."""
+
+
+def _encode_slow(value: int) -> bytes:
+    zigzag = ((value << 1) ^ (value >> 63)) & 0xFFFF_FFFF_FFFF_FFFF
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+# _POSITIVE[n] is the encoding of n; _NEGATIVE[n] the encoding of -n (n >= 1).
+_POSITIVE: list[bytes] = [_encode_slow(n) for n in range(_TABLE_LIMIT)]
+_NEGATIVE: list[bytes] = [_encode_slow(-n) for n in range(_TABLE_LIMIT + 1)]
+
+
+def encode_varint(value: int) -> bytes:
+    """The zig-zag varint encoding of ``value`` (valid for varint and varlong fields)."""
+    if 0 <= value < _TABLE_LIMIT:
+        return _POSITIVE[value]
+    if -_TABLE_LIMIT <= value < 0:
+        return _NEGATIVE[-value]
+    return _encode_slow(value)
+
+
+def encoded_size(value: int) -> int:
+    """How many bytes :func:`encode_varint` writes for ``value``."""
+    return len(encode_varint(value))
+
+
+def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode one zig-zag varint/varlong at ``buf[pos]``; returns ``(value, next_pos)``.
+
+    Raises :class:`VarintError` if the buffer ends first or the encoding is longer than
+    ten bytes (the longest a 64-bit value needs).
+    """
+    try:
+        byte = buf[pos]
+        if byte < 0x80:  # one byte: the common case for lengths and deltas
+            return (byte >> 1) ^ -(byte & 1), pos + 1
+        result = byte & 0x7F
+        shift = 7
+        pos += 1
+        while True:
+            byte = buf[pos]
+            pos += 1
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return (result >> 1) ^ -(result & 1), pos
+            shift += 7
+            if shift >= 7 * MAX_VARLONG_BYTES:
+                raise VarintError(f"varint longer than {MAX_VARLONG_BYTES} bytes")
+    except IndexError:
+        raise VarintError("varint runs past the end of the buffer") from None

@@ -1,0 +1,71 @@
+"""Exceptions the storage layer raises. The broker maps each to one Kafka error code, in one place.
+
+| exception                      | Kafka error code               |
+|--------------------------------|--------------------------------|
+| InvalidTopicError              | INVALID_TOPIC_EXCEPTION (17)   |
+| UnknownTopicOrPartitionError   | UNKNOWN_TOPIC_OR_PARTITION (3) |
+| TopicExistsError               | TOPIC_ALREADY_EXISTS (36)      |
+| OffsetOutOfRangeError          | OFFSET_OUT_OF_RANGE (1)        |
+| RecordTooLargeError            | MESSAGE_TOO_LARGE (10)         |
+| InvalidConfigError             | INVALID_CONFIG (40)            |
+| LogDirOfflineError             | KAFKA_STORAGE_ERROR (56)       |
+| protocol CorruptRecordError    | CORRUPT_MESSAGE (2)            |
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "InvalidConfigError",
+    "InvalidTopicError",
+    "LogDirOfflineError",
+    "OffsetOutOfRangeError",
+    "RecordTooLargeError",
+    "StorageError",
+    "TopicExistsError",
+    "UnknownTopicOrPartitionError",
+]
+
+
+class StorageError(Exception):
+    """Base class of every storage-layer error."""
+
+
+class InvalidTopicError(StorageError):
+    """A topic name that Kafka's rules reject; raised before anything touches the filesystem."""
+
+
+class UnknownTopicOrPartitionError(StorageError):
+    pass
+
+
+class TopicExistsError(StorageError):
+    pass
+
+
+class OffsetOutOfRangeError(StorageError):
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"offset {offset} is outside the log's range [{log_start_offset}, {log_end_offset}]"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class RecordTooLargeError(StorageError):
+    pass
+
+
+class InvalidConfigError(StorageError):
+    pass
+
+
+class LogDirOfflineError(StorageError):
+    """A ``log.dirs`` root that failed (missing, unwritable, I/O error) and was taken offline."""
+
+    def __init__(self, log_dir: Path, reason: str) -> None:
+        super().__init__(f"log dir {log_dir} is offline: {reason}")
+        self.log_dir = log_dir
+        self.reason = reason

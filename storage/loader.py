@@ -1,0 +1,210 @@
+"""Loading a partition directory at start-up: Kafka's ``LogLoader`` rules.
+
+Files a crash can leave behind and what happens to them, in order:
+
+1. ``*.deleted``: segments retention or compaction already removed from the log; deleted.
+   ``*.tmp``: half-written replacements of small files (partition.metadata); deleted.
+2. ``*.cleaned``: output of a cleaning pass that never reached the swap step; deleted. A
+   ``*.swap`` whose base offset is at or above the lowest ``.cleaned`` offset belongs to the
+   same unfinished pass (a split); deleted too.
+3. The remaining ``*.swap`` segments are complete replacements: every live segment file whose
+   base offset lies in ``[lowest swap base offset, highest swap next offset)`` is deleted, then
+   each ``.swap`` is renamed to its live name. A crash anywhere in this step repeats it.
+4. Index files without a ``.log`` (orphans) are deleted; missing indexes are rebuilt.
+5. After an unclean shutdown, every segment from the one holding the recovery point onwards is
+   re-validated entry by entry (:meth:`LogSegment.recover`): the first invalid byte and everything
+   after it (later segments included) are dropped, and how much is logged. Segments below the
+   recovery point keep their data; their indexes are sanity-checked and rebuilt if wrong.
+   After a clean shutdown nothing is rescanned.
+6. An empty directory gets one empty segment at the log start offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.config import LogConfig
+from storage.index import CorruptIndexError
+from storage.scan import scan_entries
+from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+
+__all__ = ["LoadResult", "load_segments"]
+
+logger = logging.getLogger(__name__)
+
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+TMP_SUFFIX = ".tmp"
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+
+@dataclass
+class LoadResult:
+    segments: list[LogSegment]
+    next_offset: int
+    recovery_point: int
+    truncated_bytes: int
+
+
+def _base_offset(name: str) -> int | None:
+    stem = name.split(".", 1)[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else None
+
+
+def _segment_kind(name: str) -> str | None:
+    """The live suffix (``.log``, ``.index``, ``.timeindex``) of a segment file name."""
+    rest = "." + name.split(".", 1)[1] if "." in name else ""
+    for suffix in (SWAP_SUFFIX, CLEANED_SUFFIX, DELETED_SUFFIX):
+        rest = rest.removesuffix(suffix)
+    return rest if rest in _SEGMENT_SUFFIXES else None
+
+
+def _next_offset_of_file(path: Path, base_offset: int) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        last = base_offset - 1
+        for entry in scan_entries(fd, 0, os.fstat(fd).st_size):
+            last = entry.last_offset
+        return last + 1
+    finally:
+        os.close(fd)
+
+
+def _remove_temp_files_and_complete_swaps(directory: Path) -> None:
+    names = sorted(os.listdir(directory))
+    cleaned = [n for n in names if n.endswith(CLEANED_SUFFIX) and _base_offset(n) is not None]
+    min_cleaned = min((_base_offset(n) for n in cleaned), default=None)
+    swaps = []
+    for name in names:
+        path = directory / name
+        base = _base_offset(name)
+        if name.endswith((DELETED_SUFFIX, TMP_SUFFIX)) or name in cleaned:
+            logger.info("deleting leftover file %s", path)
+            path.unlink(missing_ok=True)
+        elif name.endswith(SWAP_SUFFIX) and base is not None:
+            if min_cleaned is not None and base >= min_cleaned:
+                logger.info("deleting %s: part of an unfinished cleaning pass", path)
+                path.unlink(missing_ok=True)
+            else:
+                swaps.append(name)
+    swap_logs = [n for n in swaps if n == f"{_base_offset(n):020d}{LOG_SUFFIX}{SWAP_SUFFIX}"]
+    if not swap_logs:
+        for name in swaps:  # swap indexes without their log: nothing to complete
+            (directory / name).unlink(missing_ok=True)
+        return
+    low = min(_base_offset(n) for n in swap_logs)
+    high = max(_next_offset_of_file(directory / n, _base_offset(n)) for n in swap_logs)
+    for name in os.listdir(directory):
+        base = _base_offset(name)
+        kind = _segment_kind(name)
+        if name.endswith(SWAP_SUFFIX) or base is None or kind is None:
+            continue
+        if low <= base < high:
+            logger.info("deleting %s: replaced by a completed swap", directory / name)
+            (directory / name).unlink(missing_ok=True)
+    for name in swaps:
+        live = name.removesuffix(SWAP_SUFFIX)
+        if name.endswith(INDEX_SUFFIX + SWAP_SUFFIX) or name.endswith(
+            TIME_INDEX_SUFFIX + SWAP_SUFFIX
+        ):
+            (directory / name).unlink(missing_ok=True)  # indexes are rebuilt below
+            continue
+        logger.info("completing swap: renaming %s to %s", name, live)
+        os.replace(directory / name, directory / live)
+
+
+def load_segments(
+    directory: Path,
+    config: LogConfig,
+    *,
+    log_start_offset: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+) -> LoadResult:
+    """Open every segment of the partition in ``directory``, recovering as Kafka does."""
+    _remove_temp_files_and_complete_swaps(directory)
+    names = set(os.listdir(directory))
+    log_bases = sorted(
+        b for n in names if n.endswith(LOG_SUFFIX) and (b := _base_offset(n)) is not None
+    )
+    for name in names:  # orphan indexes
+        base = _base_offset(name)
+        orphan = base is not None and f"{base:020d}{LOG_SUFFIX}" not in names
+        if orphan and name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+            logger.info("deleting orphan index %s", directory / name)
+            (directory / name).unlink(missing_ok=True)
+
+    def indexes_missing(base: int) -> bool:
+        return any(
+            f"{base:020d}{suffix}" not in names for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        )
+
+    # The segment holding the recovery point and everything after it are re-validated.
+    recover_from = 0
+    for i, base in enumerate(log_bases):
+        if base <= recovery_point:
+            recover_from = i
+    segments: list[LogSegment] = []
+    truncated_total = 0
+    for i, base in enumerate(log_bases):
+        active = i == len(log_bases) - 1
+        unflushed = not clean_shutdown and i >= recover_from
+        needs_recovery = unflushed or indexes_missing(base)
+        segment = LogSegment(
+            directory,
+            base,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            writable=active or needs_recovery or not clean_shutdown,
+        )
+        segments.append(segment)
+        if not needs_recovery and not clean_shutdown:
+            try:
+                segment.offset_index.sanity_check()
+                segment.time_index.sanity_check()
+            except CorruptIndexError as exc:
+                logger.warning("rebuilding indexes of %s: %s", segment.log_path, exc)
+                needs_recovery = True
+        if needs_recovery:
+            # No max.message.bytes cap, as in Kafka: it may have been lowered since the entries
+            # were written, and an entry running past the end of the file is caught anyway.
+            result = segment.recover()
+            if result.truncated_bytes:
+                truncated_total += result.truncated_bytes
+                logger.warning(
+                    "recovery truncated %d bytes at position %d of %s: %s",
+                    result.truncated_bytes,
+                    result.valid_bytes,
+                    segment.log_path,
+                    result.reason,
+                )
+                if unflushed:  # later unflushed segments cannot follow a torn one
+                    break
+    # A torn unflushed segment invalidates every later one: their offsets would not follow.
+    if len(segments) < len(log_bases):
+        for base in log_bases[len(segments) :]:
+            for suffix in _SEGMENT_SUFFIXES:
+                path = directory / f"{base:020d}{suffix}"
+                if path.exists():
+                    truncated_total += path.stat().st_size if suffix == LOG_SUFFIX else 0
+                    logger.warning("deleting %s: it follows a corrupt segment", path)
+                    path.unlink()
+    for segment in segments[:-1]:
+        if segment.offset_index.writable:  # rebuilt or reopened for checking: trim again
+            segment.on_become_inactive()
+    if not segments:
+        segments.append(
+            LogSegment.create(
+                directory,
+                log_start_offset,
+                index_interval_bytes=config.index_interval_bytes,
+                max_index_bytes=config.segment_index_bytes,
+            )
+        )
+    next_offset = segments[-1].next_offset_from_data()
+    recovery_point = next_offset if clean_shutdown else min(recovery_point, next_offset)
+    return LoadResult(segments, next_offset, recovery_point, truncated_total)

@@ -1,0 +1,326 @@
+"""One partition's log: an ordered list of segments, appended to at the end.
+
+Offsets: ``log_start_offset`` ≤ every readable offset < ``next_offset`` (the log end offset,
+which on one node is also the high watermark). ``recovery_point`` ≤ ``next_offset`` is the
+offset below which every byte is known to be on disk (fsynced).
+
+Append (:meth:`Log.append`), for the bytes of one produce request to this partition:
+1. Every batch is validated as a client batch (size, magic 2, CRC-32C, count) and checked
+   against ``max.message.bytes``, before any byte is written: a bad request writes nothing.
+2. Offsets are assigned by writing a new baseOffset in front of each batch's bytes 8..end
+   (the CRC does not cover bytes 0..7), so a batch is never re-encoded. Under
+   ``message.timestamp.type=LogAppendTime`` the batch is copied once to stamp it (Kafka does
+   the same: the timestamp is under the CRC).
+3. The active segment rolls first if the append would overflow it (size, age, full index,
+   relative offsets); then all batches go out in one ``pwritev``.
+4. ``next_offset`` is published last, so concurrent readers never see a partial append.
+
+Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
+acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.records import (
+    ATTR_LOG_APPEND_TIME,
+    CorruptRecordError,
+    recompute_crc,
+    validate_client_batch,
+)
+from storage.config import LogConfig
+from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from storage.loader import load_segments
+from storage.segment import FileRegion, LogSegment
+
+__all__ = ["AppendInfo", "FetchInfo", "Log"]
+
+logger = logging.getLogger(__name__)
+
+_BASE_OFFSET = struct.Struct(">q")
+_ATTRIBUTES = struct.Struct(">h")
+_MAX_TIMESTAMP = struct.Struct(">q")
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    record_count: int
+    max_timestamp: int
+    log_append_time_ms: int  # -1 under CreateTime
+    size_bytes: int
+    rolled: bool
+
+
+class FetchInfo(NamedTuple):
+    region: FileRegion | None  # None: nothing at or after the offset yet
+    high_watermark: int
+    log_start_offset: int
+
+
+class Log:
+    """A partition log. Single writer; reads may run concurrently (see the module docstring)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        next_offset: int,
+        now_ms: int,
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self.recovery_point = recovery_point
+        self.next_offset = next_offset
+        self._published = (next_offset, segments[-1], segments[-1].size_bytes)
+        self._active_created_ms = now_ms
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        now_ms: int,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+    ) -> Log:
+        """Load (or create) the log in ``directory``, recovering as :mod:`storage.loader` says."""
+        directory.mkdir(parents=True, exist_ok=True)
+        loaded = load_segments(
+            directory,
+            config,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown,
+        )
+        return cls(
+            directory,
+            topic,
+            partition,
+            config,
+            loaded.segments,
+            log_start_offset=min(log_start_offset, loaded.next_offset),
+            recovery_point=loaded.recovery_point,
+            next_offset=loaded.next_offset,
+            now_ms=now_ms,
+        )
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.segments)
+
+    @property
+    def high_watermark(self) -> int:
+        return self.next_offset
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, *, now_ms: int) -> AppendInfo:
+        """Validate, assign offsets to and append the batches in ``records`` (see module doc)."""
+        view = memoryview(records).cast("B")
+        batches = []
+        position = 0
+        record_count = 0
+        while position < len(view):
+            header = validate_client_batch(view, position)
+            if header.size_bytes > self.config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes} of {self.topic}-{self.partition}"
+                )
+            batches.append((position, header))
+            record_count += header.record_count
+            position += header.size_bytes
+        if not batches:
+            raise CorruptRecordError("produce request holds no record batch")
+        size = len(view)
+        if size > self.config.segment_bytes:
+            raise RecordTooLargeError(
+                f"{size} bytes in one append exceed segment.bytes {self.config.segment_bytes}"
+            )
+
+        first_offset = offset = self.next_offset
+        buffers: list[bytes | bytearray | memoryview] = []
+        entries: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
+        max_timestamp = -1
+        append_time = now_ms if self.config.log_append_time else -1
+        for position, header in batches:
+            body = view[position + 8 : position + header.size_bytes]
+            last = offset + header.last_offset_delta
+            if append_time >= 0:
+                body = _stamp_log_append_time(view[position : position + header.size_bytes], now_ms)
+                batch_max_ts = now_ms
+            else:
+                batch_max_ts = header.max_timestamp
+            buffers.append(_BASE_OFFSET.pack(offset))
+            buffers.append(body)
+            entries.append((header.size_bytes, last, batch_max_ts))
+            max_timestamp = max(max_timestamp, batch_max_ts)
+            offset = last + 1
+        last_offset = offset - 1
+
+        rolled = self._maybe_roll(size, last_offset, max_timestamp, now_ms)
+        active = self.active_segment
+        active.append(buffers, entries)
+        # Publish the end offset together with the byte position it ends at (one tuple store),
+        # so a reader in another thread never sees data beyond the end offset it reads.
+        self._published = (offset, active, active.size_bytes)
+        self.next_offset = offset
+        self._unflushed_messages += offset - first_offset
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return AppendInfo(
+            first_offset, last_offset, record_count, max_timestamp, append_time, size, rolled
+        )
+
+    def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int, now_ms: int) -> bool:
+        """Roll the active segment if this append must not go into it (Kafka's shouldRoll)."""
+        active = self.active_segment
+        if active.size_bytes == 0:
+            return False
+        first_ts = active.first_batch_timestamp()
+        waited_ms = max_timestamp - first_ts if first_ts >= 0 else now_ms - self._active_created_ms
+        if (
+            active.size_bytes + size > self.config.segment_bytes
+            or waited_ms > self.config.segment_ms
+            or active.indexes_full()
+            or not active.can_hold(last_offset)
+        ):
+            self.roll(now_ms)
+            return True
+        return False
+
+    def roll(self, now_ms: int) -> LogSegment:
+        """Start a new active segment at ``next_offset`` (no-op if the active one is empty)."""
+        active = self.active_segment
+        if active.size_bytes == 0:
+            return active
+        active.on_become_inactive()
+        segment = LogSegment.create(
+            self.directory,
+            self.next_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+        )
+        self.segments.append(segment)
+        self._base_offsets.append(segment.base_offset)
+        self._active_created_ms = now_ms
+        logger.debug("rolled %s-%d at offset %d", self.topic, self.partition, self.next_offset)
+        return segment
+
+    def flush(self) -> None:
+        """fsync every segment holding offsets at or above the recovery point."""
+        target = self.next_offset
+        if target == self.recovery_point:
+            return
+        first = max(0, bisect.bisect_right(self._base_offsets, self.recovery_point) - 1)
+        for segment in self.segments[first:]:
+            segment.flush()
+        # Two flushes may overlap (the group-commit thread and flush.messages): never go back.
+        self.recovery_point = max(self.recovery_point, target)
+        self._unflushed_messages = 0
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_message: bool = True) -> FetchInfo:
+        """Up to ``max_bytes`` of batches from the one holding ``offset`` (see LogSegment.read).
+
+        ``offset == next_offset`` reads nothing; outside ``[log_start_offset, next_offset]``
+        raises :class:`OffsetOutOfRangeError`.
+        """
+        end, end_segment, end_position = self._published
+        start = self.log_start_offset
+        if offset < start or offset > end:
+            raise OffsetOutOfRangeError(offset, start, end)
+        if offset == end:
+            return FetchInfo(None, end, start)
+        index = max(0, bisect.bisect_right(self._base_offsets, offset) - 1)
+        segments = self.segments
+        for i in range(index, len(segments)):
+            segment = segments[i]
+            # A segment before the published one is complete; the published one is read up
+            # to the published position only; later ones hold nothing published yet.
+            limit = end_position if segment is end_segment else None
+            region = segment.read(
+                offset, max_bytes, max_position=limit, min_one_message=min_one_message
+            )
+            if region is not None or segment is end_segment:
+                return FetchInfo(region, end, start)
+        return FetchInfo(None, end, start)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """ListOffsets: ``(offset, timestamp)`` of the first record with timestamp ≥ the target.
+
+        ``-2`` (earliest) gives the log start offset, ``-1`` (latest) the log end offset, both
+        with timestamp -1. None if no record is that recent.
+        """
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self.log_start_offset, -1
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return self.next_offset, -1
+        for segment in list(self.segments):
+            if segment.max_timestamp < timestamp_ms:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # -- log start and end ---------------------------------------------------------------
+
+    def advance_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords: records below ``offset`` become unreadable; returns the new start."""
+        if offset > self.next_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.next_offset)
+        self.log_start_offset = max(self.log_start_offset, offset)
+        return self.log_start_offset
+
+    def close(self) -> None:
+        """Flush and close every segment (the final time index entries are appended)."""
+        self.flush()
+        for segment in self.segments:
+            segment.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
+            f"end={self.next_offset}, segments={len(self.segments)})"
+        )
+
+
+def _stamp_log_append_time(batch: memoryview, now_ms: int) -> memoryview:
+    """A copy of ``batch[8:]`` with LogAppendTime set and maxTimestamp = now, CRC recomputed."""
+    copy = bytearray(batch)
+    (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
+    _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
+    _MAX_TIMESTAMP.pack_into(copy, 35, now_ms)
+    recompute_crc(copy)
+    return memoryview(copy)[8:]

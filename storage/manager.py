@@ -1,0 +1,464 @@
+"""The logs of every partition across the ``log.dirs`` roots.
+
+Per root (DESIGN §3)::
+
+    meta.properties                      node.id, cluster.id, directory.id (written once)
+    .lock                                flock held while this process owns the root
+    .kafka_cleanshutdown                 present only between a clean shutdown and the next start
+    recovery-point-offset-checkpoint     per partition: every offset below is fsynced
+    log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
+    replication-offset-checkpoint        per partition: the high watermark (= log end offset)
+    topic-configs.json                   odradek's own: topic ids and config overrides
+    <topic>-<partition>/                 one Log each
+
+Kafka keeps topic configs in its metadata log (KRaft); odradek has no controller, so they live
+in ``topic-configs.json``, written atomically to every online root with a version counter; the
+highest version found at start-up wins, so losing one root loses no config.
+
+Start-up, per root: create it if missing, lock it, read or write ``meta.properties`` (all roots
+share one cluster id, which a new root takes from the existing ones; a stored node id that
+differs from ours is fatal, as in Kafka), consume
+the clean-shutdown marker, read the checkpoints, load each partition (:mod:`storage.loader`).
+A root that cannot be used (missing and not creatable, unwritable, locked, I/O error) goes
+offline with its reason; the others keep working. Without any online root the start fails.
+
+A new partition goes to the online root holding the fewest partitions (ties: config order).
+
+Crash safety: checkpoints are written atomically (:mod:`storage.atomic`); they only ever lag
+the truth, which recovery tolerates: a stale recovery point means more re-validation, a stale
+log start offset is re-applied by the next DeleteRecords or retention pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from storage.atomic import fsync_directory, write_atomically
+from storage.checkpoints import (
+    CheckpointError,
+    DirLock,
+    LockError,
+    MetaProperties,
+    consume_clean_shutdown,
+    new_uuid,
+    read_meta_properties,
+    read_offset_checkpoint,
+    read_partition_metadata,
+    write_clean_shutdown,
+    write_meta_properties,
+    write_offset_checkpoint,
+    write_partition_metadata,
+)
+from storage.config import LogConfig
+from storage.errors import (
+    LogDirOfflineError,
+    StorageError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from storage.log import Log
+from storage.topics import (
+    DELETE_DIR_SUFFIX,
+    delete_dir_name,
+    parse_partition_dir,
+    validate_topic_name,
+)
+
+__all__ = ["LogManager", "TopicMetadata"]
+
+logger = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+TOPIC_CONFIGS = "topic-configs.json"
+
+TopicPartition = tuple[str, int]
+
+
+class TopicMetadata:
+    """A topic's id and config overrides (Kafka topic-level names)."""
+
+    __slots__ = ("configs", "topic_id")
+
+    def __init__(self, topic_id: str, configs: Mapping[str, str] | None = None) -> None:
+        self.topic_id = topic_id
+        self.configs = dict(configs or {})
+
+
+class LogManager:
+    """Owns the ``log.dirs`` roots and every partition's :class:`Log` in them."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[Path | str],
+        default_config: LogConfig,
+        *,
+        node_id: int,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        if not log_dirs:
+            raise StorageError("log.dirs names no directory")
+        self.log_dirs = [Path(d).absolute() for d in log_dirs]
+        self.default_config = default_config
+        self.node_id = node_id
+        self.clock_ms = clock_ms
+        self.logs: dict[TopicPartition, Log] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.offline_dirs: dict[Path, str] = {}
+        self.cluster_id: str | None = None
+        self._locks: dict[Path, DirLock] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._topic_configs_version = 0
+
+    # -- start-up and shutdown --------------------------------------------------------------
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self.offline_dirs]
+
+    def startup(self) -> None:
+        """Open every root and load every partition in it (see the module docstring).
+
+        A fatal error (a node.id or cluster.id mismatch, no usable root) releases every lock
+        taken so far before it propagates.
+        """
+        try:
+            self._startup()
+        except BaseException:
+            for lock in self._locks.values():
+                lock.release()
+            self._locks.clear()
+            raise
+
+    def _startup(self) -> None:
+        # A root without meta.properties (a newly added dir) joins the cluster of the roots
+        # that have one, wherever it is listed: read theirs before writing any.
+        for log_dir in self.log_dirs:
+            with contextlib.suppress(OSError, CheckpointError):
+                meta = read_meta_properties(log_dir / META_PROPERTIES)
+                if meta is not None:
+                    self.cluster_id = meta.cluster_id
+                    break
+        clean: dict[Path, bool] = {}
+        for log_dir in self.log_dirs:
+            try:
+                clean[log_dir] = self._open_root(log_dir)
+            except (OSError, CheckpointError, LockError) as exc:
+                self._take_offline(log_dir, str(exc))
+        if not self.online_dirs:
+            raise StorageError(
+                "no usable log dir: "
+                + "; ".join(f"{d}: {why}" for d, why in self.offline_dirs.items())
+            )
+        self._load_topic_configs()
+        for log_dir in self.online_dirs:
+            try:
+                self._load_root(log_dir, clean_shutdown=clean[log_dir])
+            except (OSError, CheckpointError) as exc:
+                self._take_offline(log_dir, str(exc))
+        if not self.offline_dirs:  # a topic whose creation crashed before its partitions
+            for topic in [t for t in self.topics if self.partition_count(t) == 0]:
+                logger.warning("forgetting topic %s: it has no partition on disk", topic)
+                del self.topics[topic]
+
+    def _open_root(self, log_dir: Path) -> bool:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._locks[log_dir] = DirLock.acquire(log_dir)
+        meta = read_meta_properties(log_dir / META_PROPERTIES)
+        fresh = meta is None
+        if meta is None:
+            meta = MetaProperties(self.node_id, self.cluster_id or new_uuid(), new_uuid())
+            write_meta_properties(log_dir / META_PROPERTIES, meta)
+        elif meta.node_id != self.node_id:
+            raise StorageError(
+                f"stored node.id {meta.node_id} in {log_dir / META_PROPERTIES} does not match "
+                f"the configured node.id {self.node_id}"
+            )
+        if self.cluster_id is None:
+            self.cluster_id = meta.cluster_id
+        elif meta.cluster_id != self.cluster_id:
+            raise StorageError(
+                f"cluster.id {meta.cluster_id} in {log_dir / META_PROPERTIES} differs from "
+                f"{self.cluster_id} in the other log dirs"
+            )
+        clean = consume_clean_shutdown(log_dir)
+        return clean or (fresh and not any(parse_partition_dir(n) for n in os.listdir(log_dir)))
+
+    def _load_root(self, log_dir: Path, *, clean_shutdown: bool) -> None:
+        recovery_points = _read_checkpoint_or_empty(log_dir / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = _read_checkpoint_or_empty(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for name in sorted(os.listdir(log_dir)):
+            path = log_dir / name
+            if not path.is_dir():
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                logger.info("removing %s, left by a topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            parsed = parse_partition_dir(name)
+            if parsed is None:
+                logger.warning("ignoring %s: not a partition directory", path)
+                continue
+            if parsed in self.logs:
+                raise StorageError(
+                    f"duplicate log directories for {name}: {path} and {self._log_dir_of[parsed]}"
+                )
+            topic, partition = parsed
+            metadata = self._topic_metadata(topic, path)
+            log = Log.open(
+                path,
+                topic,
+                partition,
+                self.default_config.with_overrides(metadata.configs),
+                now_ms=self.clock_ms(),
+                log_start_offset=start_offsets.get(parsed, 0),
+                recovery_point=recovery_points.get(parsed, 0),
+                clean_shutdown=clean_shutdown,
+            )
+            self.logs[parsed] = log
+            self._log_dir_of[parsed] = log_dir
+        logger.info(
+            "loaded log dir %s (%s shutdown)", log_dir, "clean" if clean_shutdown else "unclean"
+        )
+
+    def _topic_metadata(self, topic: str, partition_dir: Path) -> TopicMetadata:
+        topic_id = read_partition_metadata(partition_dir / PARTITION_METADATA)
+        metadata = self.topics.get(topic)
+        if metadata is None:
+            metadata = self.topics[topic] = TopicMetadata(topic_id or new_uuid())
+        if topic_id is None:
+            write_partition_metadata(partition_dir / PARTITION_METADATA, metadata.topic_id)
+        return metadata
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write checkpoints and the clean-shutdown markers."""
+        for key, log in list(self.logs.items()):
+            if key not in self.logs:  # its dir went offline while closing an earlier log
+                continue
+            try:
+                log.close()
+            except OSError as exc:
+                self._take_offline(self._log_dir_of[(log.topic, log.partition)], str(exc))
+        self.checkpoint()
+        for log_dir in self.online_dirs:
+            try:
+                write_clean_shutdown(log_dir)
+            except OSError as exc:
+                logger.error("cannot mark %s cleanly shut down: %s", log_dir, exc)
+        for lock in self._locks.values():
+            lock.release()
+        self._locks.clear()
+        self.logs.clear()
+
+    # -- partitions and topics -------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log:
+        log = self.logs.get((topic, partition))
+        if log is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic-partition {topic}-{partition}")
+        return log
+
+    def partition_count(self, topic: str) -> int:
+        return sum(1 for t, _ in self.logs if t == topic)
+
+    def partitions_per_dir(self) -> dict[Path, int]:
+        counts = dict.fromkeys(self.online_dirs, 0)
+        for log_dir in self._log_dir_of.values():
+            if log_dir in counts:
+                counts[log_dir] += 1
+        return counts
+
+    def next_log_dir(self) -> Path:
+        """The online root holding the fewest partitions (ties broken by config order)."""
+        counts = self.partitions_per_dir()
+        if not counts:
+            raise LogDirOfflineError(self.log_dirs[0], "every log dir is offline")
+        return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def effective_config(self, topic: str) -> LogConfig:
+        metadata = self.topics.get(topic)
+        return self.default_config.with_overrides(metadata.configs if metadata else {})
+
+    def create_topic(
+        self, topic: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> list[Log]:
+        """Create ``partitions`` partitions of a new topic; validates name and configs first."""
+        validate_topic_name(topic)
+        if topic in self.topics:
+            raise TopicExistsError(f"Topic '{topic}' already exists.")
+        if partitions < 1:
+            raise StorageError(f"number of partitions must be at least 1, got {partitions}")
+        config = self.default_config.with_overrides(configs or {})  # raises naming the key
+        self.topics[topic] = TopicMetadata(new_uuid(), configs)
+        self._save_topic_configs()
+        return [self._create_partition(topic, p, config) for p in range(partitions)]
+
+    def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
+        """CreatePartitions: grow ``topic`` to ``total_partitions``."""
+        current = self.partition_count(topic)
+        if topic not in self.topics or current == 0:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        if total_partitions <= current:
+            raise StorageError(
+                f"topic {topic} has {current} partitions; the new count must be larger, "
+                f"got {total_partitions}"
+            )
+        config = self.effective_config(topic)
+        return [self._create_partition(topic, p, config) for p in range(current, total_partitions)]
+
+    def _create_partition(self, topic: str, partition: int, config: LogConfig) -> Log:
+        log_dir = self.next_log_dir()
+        path = log_dir / f"{validate_topic_name(topic)}-{partition}"
+        try:
+            path.mkdir()
+            write_partition_metadata(path / PARTITION_METADATA, self.topics[topic].topic_id)
+            log = Log.open(
+                path, topic, partition, config, now_ms=self.clock_ms(), clean_shutdown=True
+            )
+            fsync_directory(log_dir)
+        except OSError as exc:
+            self._take_offline(log_dir, str(exc))
+            raise LogDirOfflineError(log_dir, str(exc)) from exc
+        self.logs[(topic, partition)] = log
+        self._log_dir_of[(topic, partition)] = log_dir
+        return log
+
+    def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> LogConfig:
+        """Replace ``topic``'s overrides; takes effect on every partition at once."""
+        metadata = self.topics.get(topic)
+        if metadata is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        config = self.default_config.with_overrides(configs)
+        metadata.configs = dict(configs)
+        self._save_topic_configs()
+        for (t, _), log in self.logs.items():
+            if t == topic:
+                log.config = config
+        return config
+
+    def delete_topic(self, topic: str) -> None:
+        """Close and remove every partition of ``topic`` (rename to ``-delete``, then remove)."""
+        if topic not in self.topics:
+            raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        for key in [k for k in self.logs if k[0] == topic]:
+            log = self.logs.pop(key)
+            log_dir = self._log_dir_of.pop(key)
+            log.close()
+            doomed = log_dir / delete_dir_name(topic, key[1], uuid.uuid4().hex)
+            os.replace(log.directory, doomed)
+            fsync_directory(log_dir)
+            shutil.rmtree(doomed, ignore_errors=True)
+        del self.topics[topic]
+        self._save_topic_configs()
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Write the recovery point, log start offset and high watermark checkpoints."""
+        for log_dir in self.online_dirs:
+            logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
+            try:
+                for name, value in (
+                    (RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point),
+                    (LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset),
+                    (HIGH_WATERMARK_CHECKPOINT, lambda log: log.high_watermark),
+                ):
+                    write_offset_checkpoint(log_dir / name, _offsets(logs, value))
+            except OSError as exc:
+                self._take_offline(log_dir, str(exc))
+
+    def flush_all(self) -> None:
+        for log in self.logs.values():
+            log.flush()
+
+    # -- topic configs file ----------------------------------------------------------------
+
+    def _load_topic_configs(self) -> None:
+        best: dict | None = None
+        for log_dir in self.online_dirs:
+            path = log_dir / TOPIC_CONFIGS
+            try:
+                data = json.loads(path.read_bytes())
+                version = int(data["version"])
+                topics = {
+                    validate_topic_name(name): TopicMetadata(
+                        str(entry["topic_id"]),
+                        {str(k): str(v) for k, v in entry["configs"].items()},
+                    )
+                    for name, entry in data["topics"].items()
+                }
+            except FileNotFoundError:
+                continue
+            except (ValueError, KeyError, TypeError, AttributeError, StorageError) as exc:
+                logger.error("ignoring unreadable %s: %s", path, exc)
+                continue
+            if best is None or version > best["version"]:
+                best = {"version": version, "topics": topics}
+        if best is not None:
+            self._topic_configs_version = best["version"]
+            self.topics.update(best["topics"])
+
+    def _save_topic_configs(self) -> None:
+        self._topic_configs_version += 1
+        data = {
+            "version": self._topic_configs_version,
+            "topics": {
+                name: {"topic_id": meta.topic_id, "configs": meta.configs}
+                for name, meta in sorted(self.topics.items())
+            },
+        }
+        encoded = json.dumps(data, indent=1, sort_keys=True).encode()
+        for log_dir in self.online_dirs:
+            try:
+                write_atomically(log_dir / TOPIC_CONFIGS, encoded)
+            except OSError as exc:
+                self._take_offline(log_dir, str(exc))
+
+    # -- failures --------------------------------------------------------------------------
+
+    def _take_offline(self, log_dir: Path, reason: str) -> None:
+        """Stop using ``log_dir``: its partitions become unavailable; the rest keep working."""
+        if log_dir in self.offline_dirs:
+            return
+        logger.error("log dir %s is offline: %s", log_dir, reason)
+        self.offline_dirs[log_dir] = reason
+        for key in [k for k, d in self._log_dir_of.items() if d == log_dir]:
+            self._log_dir_of.pop(key)
+            log = self.logs.pop(key, None)
+            if log is not None:
+                for segment in log.segments:
+                    with contextlib.suppress(OSError):
+                        segment.file.close()
+        lock = self._locks.pop(log_dir, None)
+        if lock is not None:
+            lock.release()
+
+    def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
+        """Called by the broker when an I/O error hits a log in ``log_dir``."""
+        self._take_offline(log_dir, reason)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path:
+        return self._log_dir_of[(topic, partition)]
+
+
+def _offsets(logs: Iterable[Log], value: Callable[[Log], int]) -> dict[TopicPartition, int]:
+    return {(log.topic, log.partition): value(log) for log in logs}
+
+
+def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:
+    """A checkpoint's entries; a corrupt one is reported and treated as empty (full recovery)."""
+    try:
+        return read_offset_checkpoint(path)
+    except CheckpointError as exc:
+        logger.error("%s; recovering as if it were absent", exc)
+        return {}

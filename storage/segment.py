@@ -1,0 +1,358 @@
+"""One log segment: ``<base offset>.log`` plus its ``.index`` and ``.timeindex``.
+
+Files (names are the base offset, 20 digits zero-padded)::
+
+    00000000000000000042.log        entries back to back (see storage.scan); position = byte
+    00000000000000000042.index      sparse: (last offset of a batch -> its position)
+    00000000000000000042.timeindex  sparse: (max timestamp so far -> last offset of its batch)
+
+Invariants:
+1. Every offset in the segment is in ``[base_offset, base_offset + 2**31 - 1]`` so that index
+   entries can store it relative to the base as an int32.
+2. Entries are in increasing offset order; ``size_bytes`` is the end of complete, written data.
+3. An offset index entry is added when more than ``index.interval.bytes`` were appended since
+   the last one; time index entries only when the max timestamp grows.
+
+Derived: both indexes, ``max_timestamp``. After an unclean shutdown they are rebuilt by
+:meth:`LogSegment.recover`, which re-validates every entry and truncates at the first invalid
+byte.
+
+Crash safety:
+1. ``append`` writes with ``pwritev`` at ``size_bytes`` and only then publishes the new size.
+2. ``flush`` fsyncs the ``.log``; indexes are msynced on roll and close only (they are derived).
+3. A new segment's directory entry is fsynced at creation, so an acknowledged append to it
+   survives a crash together with its file.
+
+Concurrency: one writer. Readers may run in other threads: they read ``size_bytes`` once and
+never look past it, and use ``pread`` (no shared file position).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.legacy import decode_legacy_records
+from protocol.records import Record, decode_records
+from storage.atomic import fsync_directory
+from storage.index import OffsetIndex, TimeIndex
+from storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
+
+__all__ = ["FileRegion", "LogSegment", "RecoveryResult", "segment_path"]
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+INT32_MAX = 0x7FFF_FFFF
+_BASE_OFFSET = struct.Struct(">q")
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+class FileRegion(NamedTuple):
+    """Bytes ``[position, position + length)`` of a segment file, for ``os.sendfile``.
+
+    ``file`` stays open until the segment is closed, which happens ``file.delete.delay.ms``
+    after the segment leaves the log, so a region handed to a fetch stays valid while it is
+    being sent. A closed file raises ``ValueError`` from ``fileno()`` rather than reusing an fd.
+    """
+
+    file: io.FileIO
+    position: int
+    length: int
+
+
+class RecoveryResult(NamedTuple):
+    valid_bytes: int
+    truncated_bytes: int
+    reason: str | None  # why validation stopped, if it did
+
+
+class LogSegment:
+    """A segment's files and the in-memory state derived from them."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        writable: bool,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.file = io.FileIO(fd, "r+", closefd=True)
+        self.size_bytes = os.fstat(fd).st_size
+        self.offset_index = OffsetIndex(
+            segment_path(directory, base_offset, INDEX_SUFFIX),
+            base_offset,
+            max_index_bytes,
+            writable=writable,
+        )
+        self.time_index = TimeIndex(
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
+            base_offset,
+            max_index_bytes,
+            writable=writable,
+        )
+        self._bytes_since_index_entry = 0
+        last_ts, last_ts_offset = self.time_index.last_entry
+        self.max_timestamp = last_ts
+        self._offset_of_max_timestamp = last_ts_offset
+        self._first_batch_timestamp: int | None = None
+
+    @classmethod
+    def create(
+        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, max_index_bytes: int
+    ) -> LogSegment:
+        """A new, empty, writable segment; any stale files with its name are replaced."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+        segment = cls(
+            directory,
+            base_offset,
+            index_interval_bytes=index_interval_bytes,
+            max_index_bytes=max_index_bytes,
+            writable=True,
+        )
+        fsync_directory(directory)
+        return segment
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        batches: Sequence[tuple[int, int, int]],
+    ) -> int:
+        """Append whole entries with one ``pwritev`` of ``buffers``; returns their position.
+
+        ``batches`` describes them in order as ``(size_bytes, last_offset, max_timestamp)``:
+        index entries are added per batch, as Kafka (3.7+) does, so every offset index entry
+        points at the start of the batch whose last offset it names. The caller has assigned
+        offsets and checked that they fit this segment (:meth:`can_hold`).
+        """
+        position = self.size_bytes
+        size_bytes = sum(size for size, _, _ in batches)
+        written = os.pwritev(self.file.fileno(), buffers, position)
+        if written != size_bytes:  # a short write to a regular file: disk full or a signal
+            os.ftruncate(self.file.fileno(), position)
+            raise OSError(f"short write to {self.log_path}: {written} of {size_bytes} bytes")
+        if position == 0:
+            self._first_batch_timestamp = batches[0][2]
+        batch_position = position
+        for size, last_offset, max_timestamp in batches:
+            if max_timestamp > self.max_timestamp:  # first, as Kafka and recover() do
+                self.max_timestamp = max_timestamp
+                self._offset_of_max_timestamp = last_offset
+            # A multi-batch append may fill the index midway: the rest of it is then indexed
+            # more sparsely (lookups scan forward), and the next append rolls the segment.
+            if (
+                self._bytes_since_index_entry > self.index_interval_bytes
+                and not self.indexes_full()
+            ):
+                self.offset_index.append(last_offset, batch_position)
+                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
+                self._bytes_since_index_entry = 0
+            self._bytes_since_index_entry += size
+            batch_position += size
+        self.size_bytes = batch_position
+        return position
+
+    def can_hold(self, last_offset: int) -> bool:
+        return 0 <= last_offset - self.base_offset <= INT32_MAX
+
+    def indexes_full(self) -> bool:
+        return self.offset_index.is_full or self.time_index.is_full
+
+    def first_batch_timestamp(self) -> int:
+        """Max timestamp of the first batch (Kafka's ``rollingBasedTimestamp``), -1 if empty."""
+        if self._first_batch_timestamp is None:
+            first = next(scan_entries(self.file.fileno(), 0, self.size_bytes), None)
+            self._first_batch_timestamp = -1 if first is None else first.max_timestamp
+        return self._first_batch_timestamp
+
+    def flush(self) -> None:
+        """Make every appended byte of the ``.log`` durable."""
+        os.fsync(self.file.fileno())
+
+    def on_become_inactive(self) -> None:
+        """The segment was rolled: add the final time index entry, trim and sync the indexes."""
+        self.time_index.maybe_append(
+            self.max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
+        )
+        for index in (self.offset_index, self.time_index):
+            index.trim_to_valid_size()
+            index.flush()
+
+    def truncate_to_position(self, position: int) -> int:
+        """Drop the bytes from ``position`` on, and index entries past them; returns the count."""
+        dropped = self.size_bytes - position
+        if dropped <= 0:
+            return 0
+        os.ftruncate(self.file.fileno(), position)
+        self.size_bytes = position
+        # One scan of what is left gives the next offset and the max timestamp (the index
+        # cannot be used for the former: its entries may point past the cut).
+        next_offset = self.base_offset
+        self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
+        for entry in scan_entries(self.file.fileno(), 0, position):
+            next_offset = entry.last_offset + 1
+            if entry.max_timestamp > self.max_timestamp:
+                self.max_timestamp = entry.max_timestamp
+                self._offset_of_max_timestamp = entry.last_offset
+        self.offset_index.truncate_to(next_offset)
+        self.time_index.truncate_to(next_offset)
+        self._bytes_since_index_entry = 0
+        if position == 0:
+            self._first_batch_timestamp = None
+        return dropped
+
+    # -- recovery --------------------------------------------------------------------------
+
+    def recover(self, max_entry_bytes: int = INT32_MAX) -> RecoveryResult:
+        """Rebuild both indexes from the ``.log``, truncating at the first invalid byte.
+
+        Valid means: a complete entry with a good CRC, offsets inside this segment's range and
+        above those of the entry before it.
+        """
+        self.offset_index.truncate()
+        self.time_index.truncate()
+        self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
+        valid_bytes = 0
+        since_index = 0
+        previous_last = self.base_offset - 1
+        reason = None
+        for entry in validated_entries(
+            self.file.fileno(), 0, self.size_bytes, max_entry_bytes=max_entry_bytes
+        ):
+            if isinstance(entry, InvalidEntry):
+                reason = entry.reason
+                break
+            if entry.last_offset <= previous_last or not self.can_hold(entry.last_offset):
+                reason = (
+                    f"offset {entry.last_offset} out of order or outside the segment "
+                    f"(previous {previous_last})"
+                )
+                break
+            if entry.max_timestamp > self.max_timestamp:
+                self.max_timestamp = entry.max_timestamp
+                self._offset_of_max_timestamp = entry.last_offset
+            # Live appends index once per request, recovery once per batch: an index that
+            # filled up during appends may be too small here, so it just stays sparser.
+            if since_index > self.index_interval_bytes and not self.indexes_full():
+                self.offset_index.append(entry.last_offset, entry.position)
+                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
+                since_index = 0
+            since_index += entry.size_bytes
+            valid_bytes += entry.size_bytes
+            previous_last = entry.last_offset
+        truncated = self.size_bytes - valid_bytes
+        if truncated:
+            os.ftruncate(self.file.fileno(), valid_bytes)
+            self.size_bytes = valid_bytes
+        self._bytes_since_index_entry = since_index
+        self._first_batch_timestamp = None
+        return RecoveryResult(valid_bytes, truncated, reason)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def find_entry(self, offset: int, max_position: int | None = None) -> EntryInfo | None:
+        """The first entry whose last offset is ≥ ``offset`` (index lookup, then a scan)."""
+        end = self.size_bytes if max_position is None else max_position
+        _, start_position = self.offset_index.lookup(offset)
+        for entry in scan_entries(self.file.fileno(), start_position, end):
+            if entry.last_offset >= offset:
+                return entry
+        return None
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_position: int | None = None,
+        min_one_message: bool = True,
+    ) -> FileRegion | None:
+        """A region starting at the entry that holds ``offset``, at most ``max_bytes`` long.
+
+        As Kafka's ``LogSegment.read``: the region may end inside an entry when ``max_bytes``
+        cuts it (consumers drop a partial trailing batch), but with ``min_one_message`` a first
+        entry larger than ``max_bytes`` is returned whole. None if no entry holds ``offset``.
+        """
+        end = self.size_bytes if max_position is None else max_position
+        entry = self.find_entry(offset, end)
+        if entry is None:
+            return None
+        length = min(end - entry.position, max_bytes)
+        if min_one_message and length < entry.size_bytes:
+            length = entry.size_bytes
+        return FileRegion(self.file, entry.position, length)
+
+    def next_offset_from_data(self) -> int:
+        """One past the last offset stored in the ``.log`` (the base offset if empty)."""
+        _, start = self.offset_index.lookup(self.base_offset + INT32_MAX)
+        next_offset = self.base_offset
+        for entry in scan_entries(self.file.fileno(), start, self.size_bytes):
+            next_offset = entry.last_offset + 1
+        return next_offset
+
+    def find_offset_by_timestamp(
+        self, timestamp_ms: int, start_offset: int
+    ) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp ≥ ``timestamp_ms`` and
+        offset ≥ ``start_offset``, or None if this segment has none."""
+        _, index_offset = self.time_index.lookup(timestamp_ms)
+        _, position = self.offset_index.lookup(max(index_offset, start_offset))
+        for entry in scan_entries(self.file.fileno(), position, self.size_bytes):
+            if entry.max_timestamp < timestamp_ms or entry.last_offset < start_offset:
+                continue
+            data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
+            for record in _decode_entry(data, entry.magic):
+                if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
+                    return record.offset, record.timestamp_ms
+        return None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self.file.closed:
+            return
+        if self.time_index.writable:
+            self.time_index.maybe_append(
+                self.max_timestamp, self._offset_of_max_timestamp, skip_full_check=True
+            )
+        self.offset_index.close()
+        self.time_index.close()
+        self.file.close()
+
+    def rename_with_suffix(self, suffix: str) -> None:
+        """Add ``suffix`` (``.deleted``, ``.cleaned``, ``.swap``) to all three file names."""
+        new_log = self.log_path.with_name(self.log_path.name + suffix)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        for index in (self.offset_index, self.time_index):
+            index.rename(index.path.with_name(index.path.name + suffix))
+
+    def delete_files(self) -> None:
+        self.close()
+        self.log_path.unlink(missing_ok=True)
+        self.offset_index.delete()
+        self.time_index.delete()
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
+
+
+def _decode_entry(data: bytes, magic: int) -> list[Record]:
+    return decode_records(data) if magic == 2 else decode_legacy_records(data)

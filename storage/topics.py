@@ -1,0 +1,77 @@
+"""Topic names and partition directory names.
+
+Kafka's rules (``org.apache.kafka.common.internals.Topic``): a topic name is 1 to 249 characters
+of ``[a-zA-Z0-9._-]`` and is neither ``.`` nor ``..``. The limit of 249 leaves room for
+``-<partition>`` within a 255-byte file name. A name is validated before it is ever used to
+build a path, so no name can escape a log dir.
+
+A partition lives in ``<log.dir>/<topic>-<partition>``; the partition number is what follows the
+last ``-`` (topic names may contain ``-`` themselves). A topic being deleted is first renamed to
+``<topic>-<partition>.<uuid>-delete`` (:func:`delete_dir_name`), the topic part cut short so
+that the name still fits 255 bytes, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from storage.errors import InvalidTopicError
+
+__all__ = [
+    "DELETE_DIR_SUFFIX",
+    "MAX_TOPIC_NAME_LENGTH",
+    "delete_dir_name",
+    "parse_partition_dir",
+    "partition_dir_name",
+    "validate_topic_name",
+]
+
+MAX_TOPIC_NAME_LENGTH = 249
+MAX_FILE_NAME_BYTES = 255
+DELETE_DIR_SUFFIX = "-delete"
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+_PARTITION_DIR = re.compile(r"([a-zA-Z0-9._-]+)-(0|[1-9][0-9]{0,9})")
+
+
+def validate_topic_name(name: object) -> str:
+    """Return ``name`` if Kafka accepts it as a topic name, else raise InvalidTopicError."""
+    if not isinstance(name, str) or not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+            f"characters, topic name: {name[:40]!r}..."
+        )
+    if not _LEGAL.fullmatch(name):
+        raise InvalidTopicError(
+            f"Topic name {name!r} is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return name
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{validate_topic_name(topic)}-{partition}"
+
+
+def delete_dir_name(topic: str, partition: int, unique_id: str) -> str:
+    """``<topic>-<partition>.<unique_id>-delete``, the topic cut so the name fits 255 bytes."""
+    suffix = f"-{partition}.{unique_id}{DELETE_DIR_SUFFIX}"
+    return validate_topic_name(topic)[: MAX_FILE_NAME_BYTES - len(suffix)] + suffix
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` for a live partition directory name, or None for anything else."""
+    match = _PARTITION_DIR.fullmatch(name)
+    if match is None:
+        return None
+    topic, partition = match.group(1), int(match.group(2))
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicError:
+        return None
+    if partition > 0x7FFF_FFFF:
+        return None
+    return topic, partition

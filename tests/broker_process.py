@@ -1,0 +1,142 @@
+"""Run a real ``odradek serve`` process for tests: loopback, ephemeral port, temp log dirs.
+
+The broker logs JSON to stderr; :class:`BrokerProcess` reads it on a thread, finds the
+``broker started`` event (which carries the bound port) and keeps every line for assertions.
+No sleeps: start-up waits on that event, shutdown on the process exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class BrokerProcess:
+    def __init__(
+        self,
+        log_dirs: Sequence[Path],
+        *,
+        overrides: Sequence[str] = (),
+        backend: str = "asyncio",
+        port: int = 0,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.overrides = list(overrides)
+        self.backend = backend
+        self.requested_port = port
+        self.env = env
+        self.port: int | None = None
+        self.lines: list[dict[str, Any]] = []
+        self.raw_lines: list[str] = []
+        self.process: subprocess.Popen[str] | None = None
+        self._started = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        listener = f"PLAINTEXT://127.0.0.1:{self.requested_port}"
+        args = [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "serve",
+            "--config",
+            str(REPO / "config" / "server.properties"),
+            "--backend",
+            self.backend,
+            "--log-format",
+            "json",
+            "--override",
+            f"listeners={listener}",
+            "--override",
+            "log.dirs=" + ",".join(str(d) for d in self.log_dirs),
+        ]
+        for item in self.overrides:
+            args += ["--override", item]
+        return args
+
+    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+        self._started.clear()
+        env = dict(os.environ)
+        env.update(self.env or {})
+        self.process = subprocess.Popen(
+            self.command(),
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if not self._started.wait(timeout_s) or self.port is None:
+            self.kill()
+            raise RuntimeError("broker did not start:\n" + "\n".join(self.raw_lines[-30:]))
+        return self
+
+    def _read_stderr(self) -> None:
+        process = self.process
+        assert process is not None and process.stderr is not None
+        for raw in process.stderr:
+            self.raw_lines.append(raw.rstrip("\n"))
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            self.lines.append(event)
+            if event.get("event") == "broker started":
+                self.port = int(event["port"])
+                self.requested_port = self.port  # a restart binds the same port
+                self._started.set()
+        self._started.set()  # the process ended: wake a waiting start()
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.lines if e.get("event") == name]
+
+    def stop(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM (a clean shutdown) and wait; returns the exit status."""
+        return self._signal_and_wait(signal.SIGTERM, timeout_s)
+
+    def kill(self) -> int:
+        """SIGKILL: no shutdown at all, as a crash or ``kill -9``."""
+        return self._signal_and_wait(signal.SIGKILL, 30.0)
+
+    def _signal_and_wait(self, signum: int, timeout_s: float) -> int:
+        process = self.process
+        if process is None:
+            return 0
+        if process.poll() is None:
+            process.send_signal(signum)
+        try:
+            status = process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            status = process.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        return status
+
+    def restart(self) -> BrokerProcess:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.stop()

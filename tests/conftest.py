@@ -1,0 +1,33 @@
+"""Shared fixtures: a real broker process on loopback with temp log dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.broker_process import BrokerProcess
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """``broker_factory(overrides=[...], backend="trio", log_dirs=[...])`` starts a broker;
+    every broker started is stopped at the end of the test."""
+    started: list[BrokerProcess] = []
+
+    def start(**kwargs: object) -> BrokerProcess:
+        log_dirs = kwargs.pop("log_dirs", None) or [tmp_path / f"logs-{len(started)}"]
+        process = BrokerProcess(log_dirs, **kwargs)  # type: ignore[arg-type]
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        if process.process is not None and process.process.poll() is None:
+            process.stop()
+
+
+@pytest.fixture
+def broker(broker_factory: Callable[..., BrokerProcess]) -> BrokerProcess:
+    return broker_factory()
