@@ -17,9 +17,10 @@ from protocol.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, encode_batch, rec
 from storage.config import LogConfig
 from storage.index import OffsetIndex, TimeIndex
 from storage.log import Log
+from tests.testdata import kafka_written_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-KAFKA_WRITTEN = Path("/work/shared/testdata/kafka-written")
+KAFKA_WRITTEN = kafka_written_dir()
 NOW_MS = 1_726_000_000_000
 BATCH_LINE = re.compile(
     r"^baseOffset: (?P<base>-?\d+) lastOffset: (?P<last>-?\d+) count: (?P<count>\d+) .*"

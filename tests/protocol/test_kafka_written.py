@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import struct
-from pathlib import Path
 
 import pytest
 from kafka.record._crc32c import crc as kafka_crc32c
@@ -23,12 +22,7 @@ from protocol.records import (
     decode_records,
     validate_batch,
 )
-
-_REPO = Path(__file__).resolve().parents[2]
-_CANDIDATES = [
-    _REPO.parent / "shared" / "testdata" / "kafka-written",
-    Path("/work/shared/testdata/kafka-written"),
-]
+from tests.testdata import kafka_written_dir
 
 # From the README beside the files: bytes, then (base offset, record count) per batch.
 EXPECTED = {
@@ -37,15 +31,8 @@ EXPECTED = {
 }
 
 
-def fixture_dir() -> Path:
-    for candidate in _CANDIDATES:
-        if (candidate / "README.md").is_file():
-            return candidate
-    pytest.fail(f"Kafka-written fixtures not found in any of {[str(c) for c in _CANDIDATES]}")
-
-
 def read_segment(name: str) -> bytes:
-    return (fixture_dir() / name).read_bytes()
+    return (kafka_written_dir() / name).read_bytes()
 
 
 def scan(data: bytes) -> list[tuple[BatchHeader, list[Record]]]:

@@ -29,6 +29,7 @@ from tests.storage.conftest import (
     region_bytes,
     segment_files,
 )
+from tests.testdata import kafka_written_dir
 
 
 def crash(log: Log) -> None:
@@ -512,16 +513,7 @@ def test_checkpointed_log_start_offset_beyond_a_truncated_end_is_clamped(log_dir
 
 
 def test_kafka_written_segment_loads(log_dir: Path) -> None:
-    source = None
-    for candidate in (
-        Path(__file__).resolve().parents[3] / "shared" / "testdata" / "kafka-written",
-        Path("/work/shared/testdata/kafka-written"),
-    ):
-        if (candidate / "cluster-metadata-a.log").exists():
-            source = candidate
-            break
-    if source is None:
-        pytest.skip("shared/testdata/kafka-written is not beside the repository")
+    source = kafka_written_dir()
     log_dir.mkdir()
     shutil.copyfile(source / "cluster-metadata-a.log", log_dir / name(0))
     log = open_log(log_dir)  # unclean: re-validated batch by batch
