@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test chaos lint format bench clean
 
 install: $(STAMP)
 
@@ -21,6 +21,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+# The long reliability runs (the fast part of each suite is in `make test`).
+chaos: $(STAMP)
+	CHAOS_CYCLES=50 $(PY) -m pytest -q tests/reliability
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
