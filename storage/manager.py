@@ -115,6 +115,9 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.offline_dirs: dict[Path, str] = {}
+        # Partitions whose dir went offline while the broker ran: still part of their topic,
+        # answering KAFKA_STORAGE_ERROR (Kafka's offline replicas), never re-created elsewhere.
+        self.offline_partitions: dict[TopicPartition, Path] = {}
         self.cluster_id: str | None = None
         self._locks: dict[Path, DirLock] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
@@ -265,11 +268,15 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log:
         log = self.logs.get((topic, partition))
         if log is None:
+            offline_dir = self.offline_partitions.get((topic, partition))
+            if offline_dir is not None:
+                raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
             raise UnknownTopicOrPartitionError(f"unknown topic-partition {topic}-{partition}")
         return log
 
     def partition_count(self, topic: str) -> int:
-        return sum(1 for t, _ in self.logs if t == topic)
+        online = sum(1 for t, _ in self.logs if t == topic)
+        return online + sum(1 for t, _ in self.offline_partitions if t == topic)
 
     def partitions_per_dir(self) -> dict[Path, int]:
         counts = dict.fromkeys(self.online_dirs, 0)
@@ -350,6 +357,9 @@ class LogManager:
         """Close and remove every partition of ``topic`` (rename to ``-delete``, then remove)."""
         if topic not in self.topics:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
+        for (t, _), offline_dir in self.offline_partitions.items():
+            if t == topic:  # its files cannot be removed now; deleting half a topic is worse
+                raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
         for key in [k for k in self.logs if k[0] == topic]:
             log = self.logs.pop(key)
             log_dir = self._log_dir_of.pop(key)
@@ -434,6 +444,7 @@ class LogManager:
         self.offline_dirs[log_dir] = reason
         for key in [k for k, d in self._log_dir_of.items() if d == log_dir]:
             self._log_dir_of.pop(key)
+            self.offline_partitions[key] = log_dir
             log = self.logs.pop(key, None)
             if log is not None:
                 for segment in log.segments:

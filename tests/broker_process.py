@@ -29,12 +29,14 @@ class BrokerProcess:
         backend: str = "asyncio",
         port: int = 0,
         env: dict[str, str] | None = None,
+        rlimits: dict[int, tuple[int, int]] | None = None,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.overrides = list(overrides)
         self.backend = backend
         self.requested_port = port
         self.env = env
+        self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard) for the child
         self.port: int | None = None
         self.lines: list[dict[str, Any]] = []
         self.raw_lines: list[str] = []
@@ -80,6 +82,7 @@ class BrokerProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=self._apply_rlimits if self.rlimits else None,
         )
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
@@ -87,6 +90,12 @@ class BrokerProcess:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "\n".join(self.raw_lines[-30:]))
         return self
+
+    def _apply_rlimits(self) -> None:  # runs in the child, before exec
+        import resource
+
+        for which, limits in self.rlimits.items():
+            resource.setrlimit(which, limits)
 
     def _read_stderr(self) -> None:
         process = self.process

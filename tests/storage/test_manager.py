@@ -477,8 +477,11 @@ def test_a_partition_dir_that_is_offline_is_dropped_with_its_logs(dirs: list[Pat
     manager.create_topic("t", 3)
     manager.mark_dir_offline(dirs[1], "I/O error")
     assert ("t", 1) not in manager.logs
-    with pytest.raises(UnknownTopicOrPartitionError):
+    with pytest.raises(LogDirOfflineError, match="I/O error"):  # known, but offline
         manager.get_log("t", 1)
+    assert manager.partition_count("t") == 3
+    with pytest.raises(LogDirOfflineError):  # not half a topic
+        manager.delete_topic("t")
     manager.get_log("t", 0).append(batch(1), now_ms=0)
     manager.shutdown()
     assert not (dirs[1] / ".kafka_cleanshutdown").exists()
