@@ -40,6 +40,7 @@ from storage.manager import LogManager
 __all__ = ["Server", "run_server"]
 
 LONG_MAX = 0x7FFF_FFFF_FFFF_FFFF
+_ACCEPT_BACKOFF_S = 0.1  # after accept() fails for lack of file descriptors or memory
 
 
 def wall_clock_ms() -> int:
@@ -128,7 +129,10 @@ class Server:
                         await anyio.wait_readable(listener)
                         try:
                             sock, address = listener.accept()
-                        except BlockingIOError:
+                        except (BlockingIOError, ConnectionAbortedError):
+                            continue
+                        except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: out of resources
+                            await self._accept_failed(exc)
                             continue
                         if len(self.connections) >= max_connections:
                             self.log.warning(
@@ -161,6 +165,17 @@ class Server:
                     await anyio.sleep(0.01)
             if grace.cancelled_caught:
                 group.cancel_scope.cancel()
+
+    async def _accept_failed(self, error: OSError) -> None:
+        """Kafka's acceptor on EMFILE: say so, back off (the listener stays readable, so
+        retrying at once would spin), keep serving the connections already open."""
+        self.log.warning(
+            "accept failed, backing off",
+            error=str(error),
+            connections=len(self.connections),
+            backoff_ms=round(_ACCEPT_BACKOFF_S * 1000),
+        )
+        await anyio.sleep(_ACCEPT_BACKOFF_S)
 
     async def _run_connection(self, conn: Connection) -> None:
         self.connections.add(conn)
