@@ -14,10 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from protocol import messages as m
 from tests.broker.wire import Wire, batch, fetch_all
 from tests.broker_process import BrokerProcess
 
 FD_LIMIT = 64
+FETCH_FROM_START = m.FetchRequest(
+    correlation_id=0,
+    max_wait_ms=0,
+    topics=[
+        m.FetchTopic(name="big", partitions=[m.FetchPartition(partition_index=0, fetch_offset=0)])
+    ],
+)
 
 
 @pytest.mark.slow
@@ -58,3 +66,47 @@ def test_file_descriptor_exhaustion_is_survived(tmp_path: Path) -> None:
 
 def _refusals(broker: BrokerProcess) -> list[dict]:
     return [e for e in broker.lines if "accept" in e.get("event", "")]
+
+
+def _rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.slow
+def test_a_client_that_never_reads_costs_bounded_memory(tmp_path: Path) -> None:
+    """Pipelined requests whose responses are never read stop being read once the socket
+    buffers are full: memory stays flat and everyone else is served."""
+    broker = BrokerProcess([tmp_path / "logs"]).start()
+    try:
+        with Wire(broker.port) as wire:  # type: ignore[arg-type]
+            wire.create_topic("big")
+            chunk = batch(100, value_bytes=1000)  # ~100 KB
+            for _ in range(100):
+                assert wire.produce("big", 0, chunk).error_code == 0
+        assert broker.process is not None
+        before = _rss_bytes(broker.process.pid)
+        greedy = Wire(broker.port)  # type: ignore[arg-type]
+        greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        greedy.sock.setblocking(False)
+        sent = 0
+        request, raw = greedy.produce_request([("big", 0, chunk)], acks=1)
+        for _ in range(5000):  # 5000 x 100 KB produce + fetches, never reading a byte
+            try:
+                greedy.send(request, raw)
+                greedy.send(FETCH_FROM_START)
+                sent += 1
+            except BlockingIOError:
+                break  # the broker stopped reading us: back-pressure works
+        with Wire(broker.port) as other:  # type: ignore[arg-type]
+            assert other.produce("big", 0, batch(1)).error_code == 0
+            assert other.metadata(["big"]).topics[0].error_code == 0
+        grown = _rss_bytes(broker.process.pid) - before
+        assert grown < 64 << 20, f"broker grew by {grown} bytes for a client that never reads"
+        assert sent < 5000, "the broker read 500 MB from a client that never read a response"
+        greedy.close()
+    finally:
+        assert broker.stop() == 0
