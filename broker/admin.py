@@ -13,6 +13,7 @@ import anyio.to_thread
 from broker.config import EMBEDDED_DEFAULTS
 from broker.context import BrokerContext
 from broker.errors import error_code_for
+from broker.groups.offsets import OFFSETS_TOPIC
 from protocol import messages as m
 from protocol.errors import ErrorCode
 from storage.config import CONFIG_KEYS
@@ -20,6 +21,8 @@ from storage.errors import InvalidTopicError, StorageError
 from storage.topics import validate_topic_name
 
 __all__ = ["AdminApi"]
+
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka's Topic.isInternal
 
 
 class AdminApi:
@@ -57,6 +60,8 @@ class AdminApi:
     async def _auto_create(self, names: list[str]) -> None:
         partitions = self.ctx.config.int("num.partitions")
         for name in names:
+            if name in INTERNAL_TOPICS:
+                continue  # created by their coordinator, with their own configs
             try:
                 validate_topic_name(name)
             except InvalidTopicError:
@@ -99,7 +104,7 @@ class AdminApi:
         return m.MetadataTopic(
             name=name,
             topic_id=metadata.topic_id,
-            is_internal=name.startswith("__"),
+            is_internal=name in INTERNAL_TOPICS,
             partitions=partitions,
         )
 
@@ -152,6 +157,8 @@ class AdminApi:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(self.ctx.manager.delete_topic, name)
                     self.ctx.log.info("topic deleted", topic=name)
+                    if self.ctx.groups is not None:  # tombstones for the groups' offsets
+                        await self.ctx.groups.topics_deleted([name])
                 except (StorageError, OSError) as exc:
                     result.error_code = error_code_for(exc)
                     result.error_message = str(exc)
@@ -179,6 +186,8 @@ class AdminApi:
                         await anyio.to_thread.run_sync(
                             manager.add_partitions, topic.name, topic.count
                         )
+                    if self.ctx.groups is not None:  # rebalance the groups subscribed to it
+                        self.ctx.groups.partitions_added(topic.name)
                 except StorageError as exc:
                     result.error_code = error_code_for(exc)
                     result.error_message = str(exc)

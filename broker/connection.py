@@ -80,6 +80,24 @@ class Connection:
             m.ListOffsetsRequest: data.list_offsets,
             m.DeleteRecordsRequest: data.delete_records,
         }
+        # Requests answered by a task of their own (they wait: a rebalance, an fsync).
+        self._waiting: dict[type, Any] = {}
+        if (groups := ctx.groups) is not None:
+            self._handlers.update(
+                {
+                    m.HeartbeatRequest: groups.heartbeat,
+                    m.LeaveGroupRequest: groups.leave_group,
+                    m.OffsetFetchRequest: groups.offset_fetch,
+                    m.ListGroupsRequest: groups.list_groups,
+                    m.DescribeGroupsRequest: groups.describe_groups,
+                }
+            )
+            self._waiting = {
+                m.JoinGroupRequest: lambda req: groups.join_group(req, peer),
+                m.SyncGroupRequest: groups.sync_group,
+                m.OffsetCommitRequest: groups.offset_commit,
+                m.DeleteGroupsRequest: groups.delete_groups,
+            }
 
     def stop_reading(self) -> None:
         """Graceful shutdown: read no more requests; those in flight still get answers."""
@@ -150,6 +168,9 @@ class Connection:
         elif isinstance(request, m.FetchRequest):
             await self._in_flight.acquire()
             tg.start_soon(self._answer_waiting, self.data.fetch(request), request)
+        elif (waiting := self._waiting.get(type(request))) is not None:
+            await self._in_flight.acquire()
+            tg.start_soon(self._answer_waiting, waiting(request), request)
         elif (handler := self._handlers.get(type(request))) is not None:
             await self._answer(handler(request), request)
         else:  # a known api this broker has no handler for: say so, keep the connection

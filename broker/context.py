@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -11,6 +11,9 @@ from broker.config import BrokerConfig, Listener
 from broker.durability import GroupCommit
 from storage.log import Log
 from storage.manager import LogManager
+
+if TYPE_CHECKING:
+    from broker.groups.api import GroupApi
 
 __all__ = ["BrokerContext"]
 
@@ -30,6 +33,7 @@ class BrokerContext:
         self._data_arrived = anyio.Event()
         self._checkpoint_lock = anyio.Lock()
         self.stopping = False  # graceful shutdown began: long polls answer at once
+        self.groups: GroupApi | None = None  # the group coordinator, set by the server
 
     def begin_shutdown(self) -> None:
         """Graceful shutdown: every waiting fetch answers now with what it has."""

@@ -33,6 +33,7 @@ from broker.config import BrokerConfig, Listener
 from broker.connection import Connection
 from broker.context import BrokerContext
 from broker.data import DataApi
+from broker.groups.api import GroupApi
 from broker.logs import get_logger
 from broker.net import close_socket, listen
 from storage.manager import LogManager
@@ -95,6 +96,8 @@ class Server:
                 advertised = Listener(advertised.host, port)
             ctx = self._ctx = BrokerContext(self.config, self.manager, self.log)
             ctx.advertised_listener = advertised
+            groups = ctx.groups = GroupApi(ctx)
+            await groups.load()  # replays __consumer_offsets in a worker thread
             self.log.info(
                 "broker started",
                 host=bind.host,
@@ -109,6 +112,7 @@ class Server:
             async with anyio.create_task_group() as background:
                 background.start_soon(ctx.group_commit.run)
                 background.start_soon(self._housekeeping, ctx)
+                background.start_soon(groups.run)
                 await self._serve_connections(ctx, sock)
                 background.cancel_scope.cancel()
         finally:

@@ -1,0 +1,502 @@
+"""The group membership state machine (Kafka's classic GroupCoordinator, one node, no I/O).
+
+Every method runs on the event-loop thread, takes ``now_ms`` from the injected clock and
+returns at once: a JoinGroup or SyncGroup that must wait gets a :class:`Pending` that a later
+event resolves. What needs I/O is left for :mod:`broker.groups.api`: the group records to
+store (:attr:`GroupCoordinator.outbox`; the caller reports each stored one with
+:meth:`stored`), and the timers (the caller calls :meth:`tick` by :meth:`next_deadline_ms`).
+
+Transitions (Kafka's)::
+
+    Empty ──join──▶ PreparingRebalance ──all joined / rebalance timeout──▶ CompletingRebalance
+      ▲                ▲      │ (no member left)                              │ group record
+      └────────────────┼──────┘                                               ▼ stored
+                       └──── join (new member / changed subscription), leave, ─ Stable
+                             session timeout, partitions added to a subscribed topic
+
+- A first join with ``member_id = ""`` is answered ``MEMBER_ID_REQUIRED`` with a generated id
+  (KIP-394); the member is *pending* until it joins again with it (or its session expires).
+  A static member (``group_instance_id``) is admitted at once; a known instance id rejoining
+  takes over its old member's place (the old id is fenced) without a rebalance when nothing
+  changed.
+- ``group.initial.rebalance.delay.ms`` delays the first rebalance of an Empty group, and each
+  new member extends it by the same delay, up to the rebalance timeout (Kafka's
+  InitialDelayedJoin).
+- The assignment is computed when the join completes (server-side, :mod:`assignors`), stored
+  in the group record, and handed out by SyncGroup only once that record is durable.
+- A member is removed when its session (``session_timeout_ms`` since its last heartbeat, sync
+  or completed join) expires, or when it has not rejoined within the rebalance timeout.
+- A cooperative assignment that held partitions back starts a follow-up rebalance as soon as
+  the group is Stable (KIP-429).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from broker.groups.assignors import ASSIGNORS
+from broker.groups.group import (
+    NEVER,
+    Group,
+    GroupState,
+    Member,
+    Pending,
+    check_member,
+    fence,
+    join_error,
+    resolve_assignors,
+    sync_error,
+)
+from broker.groups.offsets import GroupValue
+from protocol import messages as m
+from protocol.errors import ErrorCode
+
+__all__ = ["CoordinatorConfig", "GroupCoordinator", "StoreGroup"]
+
+E = ErrorCode
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+
+
+@dataclass(frozen=True)
+class StoreGroup:
+    """A group record to write to ``__consumer_offsets`` (``value`` None: a tombstone)."""
+
+    group_id: str
+    generation: int
+    value: GroupValue | None
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        partitions_of: Callable[[str], int],
+        *,
+        new_member_id: Callable[[str], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.partitions_of = partitions_of  # topic -> partition count (0: no such topic)
+        self.groups: dict[str, Group] = {}
+        self.outbox: list[StoreGroup] = []
+        self.on_change: Callable[[], None] = lambda: None  # wakes the timer task
+        self._new_member_id = new_member_id or (lambda client: f"{client}-{uuid.uuid4()}")
+
+    # -- JoinGroup -------------------------------------------------------------------------
+
+    def join(self, req: m.JoinGroupRequest, host: str, now_ms: int) -> Pending[m.JoinGroupResponse]:
+        def fail(code: ErrorCode, member_id: str = "") -> Pending[m.JoinGroupResponse]:
+            return Pending(join_error(req, code, member_id))
+
+        if not req.group_id:
+            return fail(E.INVALID_GROUP_ID)
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return fail(E.INVALID_SESSION_TIMEOUT)
+        assignors = resolve_assignors(req.assignors)
+        if not req.protocol_type or not assignors:
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.member_id:
+                return fail(E.UNKNOWN_MEMBER_ID)
+            group = self.groups[req.group_id] = Group(req.group_id, state_since_ms=now_ms)
+        if not group.supports(req.protocol_type, assignors, req.member_id):
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+        try:
+            if req.group_instance_id is not None:
+                return self._join_static(group, req, assignors, host, now_ms)
+            if not req.member_id:
+                member_id = self._new_member_id(req.client_id)
+                group.pending[member_id] = now_ms + req.session_timeout_ms
+                return fail(E.MEMBER_ID_REQUIRED, member_id)
+            if req.member_id in group.pending:
+                del group.pending[req.member_id]
+                return self._add_member(group, Member(req.member_id), req, assignors, host, now_ms)
+            member = group.members.get(req.member_id)
+            if member is None:
+                return fail(E.UNKNOWN_MEMBER_ID, req.member_id)
+            return self._rejoin(group, member, req, assignors, host, now_ms)
+        finally:
+            self._changed()
+
+    def _join_static(
+        self,
+        group: Group,
+        req: m.JoinGroupRequest,
+        assignors: tuple[str, ...],
+        host: str,
+        now_ms: int,
+    ) -> Pending[m.JoinGroupResponse]:
+        old = next(
+            (mb for mb in group.members.values() if mb.group_instance_id == req.group_instance_id),
+            None,
+        )
+        if old is None:
+            if req.member_id:
+                return Pending(join_error(req, E.UNKNOWN_MEMBER_ID, req.member_id))
+            member = Member(self._new_member_id(req.client_id))
+            return self._add_member(group, member, req, assignors, host, now_ms)
+        if req.member_id and req.member_id != old.member_id:
+            return Pending(join_error(req, E.FENCED_INSTANCE_ID, req.member_id))
+        if req.member_id:  # the same member joining again
+            return self._rejoin(group, old, req, assignors, host, now_ms)
+        # A restarted static member: it takes the old member's place under a new id.
+        new_id = self._new_member_id(req.client_id)
+        fence(old, E.FENCED_INSTANCE_ID)
+        del group.members[old.member_id]
+        old.member_id = new_id
+        group.members[new_id] = old
+        if group.leader not in group.members:
+            group.leader = new_id
+        if group.state == GroupState.STABLE and old.matches(req, assignors):
+            old.update(req, assignors, host)
+            old.deadline_ms = now_ms + old.session_timeout_ms
+            return Pending(group.join_response(old, req))
+        return self._rejoin(group, old, req, assignors, host, now_ms, force=True)
+
+    def _add_member(
+        self,
+        group: Group,
+        member: Member,
+        req: m.JoinGroupRequest,
+        assignors: tuple[str, ...],
+        host: str,
+        now_ms: int,
+    ) -> Pending[m.JoinGroupResponse]:
+        member.update(req, assignors, host)
+        member.join_waiter = waiter = Pending()
+        if not group.members:
+            group.protocol_type = req.protocol_type
+        group.members[member.member_id] = member
+        group.new_member_added = True
+        if group.state == GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group, now_ms)
+        else:
+            self._prepare_rebalance(group, now_ms)
+        return waiter
+
+    def _rejoin(
+        self,
+        group: Group,
+        member: Member,
+        req: m.JoinGroupRequest,
+        assignors: tuple[str, ...],
+        host: str,
+        now_ms: int,
+        *,
+        force: bool = False,
+    ) -> Pending[m.JoinGroupResponse]:
+        unchanged = member.matches(req, assignors) and not force
+        if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and unchanged:
+            # Nothing the assignment depends on changed: the current generation stands.
+            member.deadline_ms = now_ms + member.session_timeout_ms
+            return Pending(group.join_response(member, req))
+        member.update(req, assignors, host)
+        if member.join_waiter is not None:  # a duplicate join: the older one is superseded
+            member.join_waiter.resolve(join_error(req, E.REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_waiter = waiter = Pending()
+        if group.state == GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group, now_ms)
+        else:
+            self._prepare_rebalance(group, now_ms)
+        return waiter
+
+    # -- rebalance -------------------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
+        if group.state == GroupState.COMPLETING_REBALANCE:
+            for member in group.members.values():  # their assignment is void: rejoin
+                if member.sync_waiter is not None:
+                    member.sync_waiter.resolve(sync_error(E.REBALANCE_IN_PROGRESS))
+                    member.sync_waiter = None
+        delay_ms = self.config.initial_rebalance_delay_ms
+        timeout_ms = max((mb.rebalance_timeout_ms for mb in group.members.values()), default=0)
+        if group.state == GroupState.EMPTY and delay_ms > 0:
+            group.delay_deadline_ms = now_ms + delay_ms
+            group.delay_remaining_ms = max(timeout_ms - delay_ms, 0)
+            group.new_member_added = False
+        else:
+            group.delay_deadline_ms = None
+        group.rebalance_deadline_ms = now_ms + timeout_ms
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms)
+        self._maybe_complete_join(group, now_ms)
+
+    def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
+        if group.state != GroupState.PREPARING_REBALANCE or group.delay_deadline_ms is not None:
+            return
+        if group.pending or any(mb.join_waiter is None for mb in group.members.values()):
+            return
+        self._complete_join(group, now_ms)
+
+    def _complete_join(self, group: Group, now_ms: int) -> None:
+        for member in [mb for mb in group.members.values() if mb.join_waiter is None]:
+            group.remove(member)  # did not rejoin within the rebalance timeout
+        group.pending.clear()
+        group.delay_deadline_ms = None
+        group.rebalance_deadline_ms = NEVER
+        group.generation += 1
+        if not group.members:
+            group.protocol = group.leader = None
+            group.revoking = False
+            group.transition(GroupState.EMPTY, now_ms)
+            self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
+            return
+        group.protocol = group.select_protocol()
+        if group.leader not in group.members:
+            group.leader = next(iter(group.members))
+        previous = {mid: mb.assignment for mid, mb in group.members.items()}
+        subscriptions = {mid: mb.topics for mid, mb in group.members.items()}
+        counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
+        plan = ASSIGNORS[group.protocol](subscriptions, counts, previous)
+        group.revoking = plan.revoking > 0
+        group.assigned_counts = counts
+        for mid, member in group.members.items():
+            member.assignment = plan.assignment.get(mid, {})
+            member.synced = False
+        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        for member in group.members.values():
+            waiter, member.join_waiter = member.join_waiter, None
+            member.deadline_ms = now_ms + member.session_timeout_ms
+            if waiter is not None:
+                waiter.resolve(group.join_response(member))
+        self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
+
+    def stored(
+        self, group_id: str, generation: int, now_ms: int, error: ErrorCode = E.NONE
+    ) -> None:
+        """The group record of ``generation`` is durable (or failed with ``error``)."""
+        group = self.groups.get(group_id)
+        if group is None or group.generation != generation:
+            return
+        if group.state != GroupState.COMPLETING_REBALANCE:
+            return
+        if error:
+            # Kafka: the members must rejoin (their assignment was not stored).
+            for member in group.members.values():
+                if member.sync_waiter is not None:
+                    member.sync_waiter.resolve(sync_error(E.COORDINATOR_NOT_AVAILABLE))
+                    member.sync_waiter = None
+            self._prepare_rebalance(group, now_ms)
+            self._changed()
+            return
+        group.transition(GroupState.STABLE, now_ms)
+        for member in group.members.values():
+            if member.sync_waiter is not None:
+                member.sync_waiter.resolve(group.sync_response(member))
+                member.sync_waiter = None
+                member.synced = True
+                member.deadline_ms = now_ms + member.session_timeout_ms
+        self._maybe_follow_up(group, now_ms)
+        self._changed()
+
+    def _maybe_follow_up(self, group: Group, now_ms: int) -> None:
+        """Cooperative: once every member has its (reduced) assignment, rebalance again."""
+        members = group.members.values()
+        if group.state == GroupState.STABLE and group.revoking and all(mb.synced for mb in members):
+            group.revoking = False
+            self._prepare_rebalance(group, now_ms)
+
+    # -- SyncGroup / Heartbeat / LeaveGroup ------------------------------------------------
+
+    def sync(self, req: m.SyncGroupRequest, now_ms: int) -> Pending[m.SyncGroupResponse]:
+        group = self.groups.get(req.group_id)
+        code = check_member(group, req.member_id, req.group_instance_id, req.generation_id)
+        if code:
+            return Pending(sync_error(code))
+        assert group is not None
+        member = group.members[req.member_id]
+        if group.state == GroupState.PREPARING_REBALANCE:
+            return Pending(sync_error(E.REBALANCE_IN_PROGRESS))
+        member.deadline_ms = now_ms + member.session_timeout_ms
+        if group.state == GroupState.STABLE:
+            member.synced = True
+            reply: Pending[m.SyncGroupResponse] = Pending(group.sync_response(member))
+            self._maybe_follow_up(group, now_ms)
+            self._changed()
+            return reply
+        if member.sync_waiter is not None:
+            member.sync_waiter.resolve(sync_error(E.REBALANCE_IN_PROGRESS))
+        member.sync_waiter = waiter = Pending()
+        self._changed()
+        return waiter
+
+    def heartbeat(self, req: m.HeartbeatRequest, now_ms: int) -> ErrorCode:
+        group = self.groups.get(req.group_id)
+        code = check_member(group, req.member_id, req.group_instance_id, req.generation_id)
+        if code:
+            return code
+        assert group is not None
+        member = group.members[req.member_id]
+        member.deadline_ms = now_ms + member.session_timeout_ms
+        self._changed()
+        if group.state == GroupState.PREPARING_REBALANCE:
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def leave(
+        self, group_id: str, members: Iterable[m.MemberIdentity], now_ms: int
+    ) -> tuple[ErrorCode, list[m.LeaveGroupMemberResponse]]:
+        group = self.groups.get(group_id)
+        if not group_id:
+            return E.INVALID_GROUP_ID, []
+        if group is None:
+            return E.UNKNOWN_MEMBER_ID, []
+        results = []
+        removed = False
+        for identity in members:
+            result = m.LeaveGroupMemberResponse(
+                member_id=identity.member_id, group_instance_id=identity.group_instance_id
+            )
+            results.append(result)
+            member = group.find(identity.member_id, identity.group_instance_id)
+            if member is None:
+                result.error_code = E.UNKNOWN_MEMBER_ID
+            elif identity.member_id and member.member_id != identity.member_id:
+                result.error_code = E.FENCED_INSTANCE_ID
+            else:
+                fence(member, E.UNKNOWN_MEMBER_ID)
+                group.remove(member)
+                removed = True
+        if removed:
+            self._member_gone(group, now_ms)
+        self._changed()
+        return E.NONE, results
+
+    def _member_gone(self, group: Group, now_ms: int) -> None:
+        if group.state == GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group, now_ms)
+        elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, now_ms)
+
+    # -- offsets: who may commit -----------------------------------------------------------
+
+    def validate_commit(
+        self, group_id: str, generation: int, member_id: str, instance_id: str | None, now_ms: int
+    ) -> ErrorCode:
+        """Kafka's ``validateOffsetCommit``; creates a simple group for a commit outside
+        membership (``generation < 0``) to a group that does not exist."""
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                return E.ILLEGAL_GENERATION
+            self.groups[group_id] = Group(group_id, state_since_ms=now_ms)
+            return E.NONE
+        if instance_id is not None:
+            static = group.find(member_id, instance_id)
+            if static is not None and static.member_id != member_id:
+                return E.FENCED_INSTANCE_ID
+        if generation < 0 and group.state == GroupState.EMPTY:
+            return E.NONE
+        if group.state == GroupState.COMPLETING_REBALANCE:
+            return E.REBALANCE_IN_PROGRESS
+        if member_id not in group.members:
+            return E.UNKNOWN_MEMBER_ID
+        if generation != group.generation:
+            return E.ILLEGAL_GENERATION
+        member = group.members[member_id]
+        member.deadline_ms = now_ms + member.session_timeout_ms  # a commit is a heartbeat
+        return E.NONE
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def topics_changed(self, topics: Iterable[str], now_ms: int) -> None:
+        """Partitions were added to (or a topic created or deleted among) ``topics``:
+        rebalance every group whose assignment covers a different partition count."""
+        wanted = set(topics)
+        for group in list(self.groups.values()):
+            if group.state not in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                continue
+            for topic in wanted & group.subscribed_topics():
+                if group.assigned_counts.get(topic, 0) != self.partitions_of(topic):
+                    self._prepare_rebalance(group, now_ms)
+                    break
+        self._changed()
+
+    # -- timers ----------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int:
+        return min((g.next_deadline_ms() for g in self.groups.values()), default=NEVER)
+
+    def tick(self, now_ms: int) -> None:
+        """Fire every timer due at ``now_ms``: pending ids, sessions, delays, rebalances."""
+        for group in list(self.groups.values()):
+            if group.next_deadline_ms() > now_ms:
+                continue
+            for member_id, expiry in list(group.pending.items()):
+                if expiry <= now_ms:
+                    del group.pending[member_id]
+            expired = [
+                mb for mb in group.members.values() if not mb.awaiting and mb.deadline_ms <= now_ms
+            ]
+            for member in expired:
+                group.remove(member)
+            if expired:
+                self._member_gone(group, now_ms)
+            if group.state == GroupState.PREPARING_REBALANCE:
+                if group.delay_deadline_ms is not None and group.delay_deadline_ms <= now_ms:
+                    self._delay_expired(group, now_ms)
+                elif group.delay_deadline_ms is None and group.rebalance_deadline_ms <= now_ms:
+                    self._complete_join(group, now_ms)
+                else:
+                    self._maybe_complete_join(group, now_ms)
+        self._changed()
+
+    def _delay_expired(self, group: Group, now_ms: int) -> None:
+        delay_ms = self.config.initial_rebalance_delay_ms
+        if group.new_member_added and group.delay_remaining_ms > 0:
+            group.new_member_added = False
+            group.delay_deadline_ms = now_ms + min(delay_ms, group.delay_remaining_ms)
+            group.delay_remaining_ms = max(group.delay_remaining_ms - delay_ms, 0)
+            return
+        group.delay_deadline_ms = None
+        if group.pending or any(mb.join_waiter is None for mb in group.members.values()):
+            self._maybe_complete_join(group, now_ms)  # the rebalance timeout still runs
+        else:
+            self._complete_join(group, now_ms)
+
+    # -- groups as a whole -----------------------------------------------------------------
+
+    def load(
+        self, values: dict[str, GroupValue], offset_groups: Iterable[str], now_ms: int
+    ) -> None:
+        """Rebuild the groups replayed from ``__consumer_offsets``."""
+        for group_id, value in values.items():
+            group = self.groups[group_id] = Group.from_value(group_id, value, now_ms)
+            counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
+            group.assigned_counts = counts
+            if group.state == GroupState.STABLE and not group.assignment_covers(counts):
+                self._prepare_rebalance(group, now_ms)  # partitions changed before the crash
+        for group_id in offset_groups:
+            if group_id not in self.groups:
+                self.groups[group_id] = Group(group_id, state_since_ms=now_ms)
+        self._changed()
+
+    def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups' check; the caller writes the tombstones, then calls :meth:`forget`."""
+        if not group_id:
+            return E.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.state != GroupState.EMPTY:
+            return E.NON_EMPTY_GROUP
+        return E.NONE
+
+    def forget(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and group.state == GroupState.EMPTY:
+            group.transition(GroupState.DEAD, group.state_since_ms)
+            del self.groups[group_id]
+
+    def _changed(self) -> None:
+        self.on_change()

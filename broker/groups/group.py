@@ -1,0 +1,369 @@
+"""One consumer group's data: its members, state, generation and assignor choice.
+
+No transitions live here (they are :mod:`broker.groups.coordinator`'s); this module holds what
+a group *is*, how it answers and is described, and how it maps to and from its
+``GroupMetadataValue`` record (:mod:`broker.groups.offsets`).
+
+States (Kafka's names)::
+
+    Empty                no members; may still have committed offsets
+    PreparingRebalance   waiting for every member to (re)join
+    CompletingRebalance  generation formed and assigned; the group record is being stored
+    Stable               members have their assignment
+    Dead                 deleted (a group in this state is no longer in the coordinator)
+
+A *simple* group (``protocol_type is None``) exists only through offsets committed outside
+group membership (a consumer using ``assign``, an admin reset).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Generic, TypeVar
+
+from broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
+from broker.groups.offsets import GroupValue, MemberValue
+from protocol import messages as m
+from protocol.errors import ErrorCode
+
+__all__ = [
+    "NEVER",
+    "Group",
+    "GroupState",
+    "Member",
+    "Pending",
+    "check_member",
+    "fence",
+    "join_error",
+    "resolve_assignors",
+    "sync_error",
+]
+
+NEVER = 2**63 - 1
+T = TypeVar("T")
+
+
+class GroupState(StrEnum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class Pending(Generic[T]):
+    """A reply that a later event supplies (a join waits for the rebalance to complete)."""
+
+    __slots__ = ("_callbacks", "result")
+
+    def __init__(self, result: T | None = None) -> None:
+        self.result = result
+        self._callbacks: list[Callable[[], object]] = []
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    def resolve(self, result: T) -> None:
+        if self.result is not None:
+            return
+        self.result = result
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def add_callback(self, callback: Callable[[], object]) -> None:
+        if self.result is not None:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+
+def resolve_assignors(names: Sequence[str]) -> tuple[str, ...]:
+    """A member's assignors in preference order, unknown names dropped; ``[]``: all of ours."""
+    if not names:
+        return DEFAULT_ASSIGNOR_ORDER
+    return tuple(dict.fromkeys(n for n in names if n in ASSIGNORS))
+
+
+@dataclass(eq=False)
+class Member:
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    protocol_type: str = "consumer"
+    assignors: tuple[str, ...] = DEFAULT_ASSIGNOR_ORDER
+    topics: tuple[str, ...] = ()
+    assignment: dict[str, list[int]] = field(default_factory=dict)
+    join_waiter: Pending[m.JoinGroupResponse] | None = None
+    sync_waiter: Pending[m.SyncGroupResponse] | None = None
+    deadline_ms: int = NEVER  # session expiry, while not waiting on a join or sync
+    synced: bool = False  # has received its assignment for the current generation
+
+    @property
+    def awaiting(self) -> bool:
+        return self.join_waiter is not None or self.sync_waiter is not None
+
+    def update(self, req: m.JoinGroupRequest, assignors: tuple[str, ...], host: str) -> None:
+        self.group_instance_id = req.group_instance_id
+        self.client_id = req.client_id
+        self.client_host = host
+        self.session_timeout_ms = req.session_timeout_ms
+        self.rebalance_timeout_ms = req.rebalance_timeout_ms
+        self.protocol_type = req.protocol_type
+        self.assignors = assignors
+        self.topics = tuple(sorted(set(req.topics)))
+
+    def matches(self, req: m.JoinGroupRequest, assignors: tuple[str, ...]) -> bool:
+        """True if a rejoin changes nothing the assignment depends on."""
+        return (
+            self.topics == tuple(sorted(set(req.topics)))
+            and self.assignors == assignors
+            and self.protocol_type == req.protocol_type
+        )
+
+
+@dataclass(eq=False)
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    state_since_ms: int = -1
+    generation: int = 0
+    protocol_type: str | None = None  # None: a simple group (offsets only)
+    protocol: str | None = None  # the assignor of the current generation
+    leader: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)  # in join order
+    pending: dict[str, int] = field(default_factory=dict)  # ids handed out -> expiry
+    rebalance_deadline_ms: int = NEVER
+    delay_deadline_ms: int | None = None  # group.initial.rebalance.delay.ms running
+    delay_remaining_ms: int = 0
+    new_member_added: bool = False
+    revoking: bool = False  # cooperative: partitions held back, a follow-up rebalance due
+    assigned_counts: dict[str, int] = field(default_factory=dict)  # topic -> P when assigned
+
+    def transition(self, state: GroupState, now_ms: int) -> None:
+        self.state = state
+        self.state_since_ms = now_ms
+
+    def subscribed_topics(self) -> set[str]:
+        return {t for member in self.members.values() for t in member.topics}
+
+    def candidates(self, exclude: str | None = None) -> set[str]:
+        """The assignors every member (``exclude`` aside) supports."""
+        sets = [set(mb.assignors) for mid, mb in self.members.items() if mid != exclude]
+        return set.intersection(*sets) if sets else set(ASSIGNORS)
+
+    def supports(self, protocol_type: str, assignors: tuple[str, ...], member_id: str) -> bool:
+        """Kafka's ``supportsProtocols``: may this member join (or rejoin) with these?"""
+        if not protocol_type or not assignors:
+            return False
+        others = [mid for mid in self.members if mid != member_id]
+        if not others:
+            return True
+        return protocol_type == self.protocol_type and bool(
+            self.candidates(exclude=member_id) & set(assignors)
+        )
+
+    def select_protocol(self) -> str:
+        """Kafka's vote: each member names its favourite among the common assignors."""
+        candidates = self.candidates()
+        votes = dict.fromkeys(candidates, 0)
+        for member in self.members.values():
+            votes[next(a for a in member.assignors if a in candidates)] += 1
+        order = {name: i for i, name in enumerate(DEFAULT_ASSIGNOR_ORDER)}
+        return min(votes, key=lambda name: (-votes[name], order.get(name, len(order)), name))
+
+    def next_deadline_ms(self) -> int:
+        due = min(self.pending.values(), default=NEVER)
+        for member in self.members.values():
+            if not member.awaiting:
+                due = min(due, member.deadline_ms)
+        if self.state == GroupState.PREPARING_REBALANCE:
+            if self.delay_deadline_ms is not None:  # the rebalance timeout waits for it
+                due = min(due, self.delay_deadline_ms)
+            else:
+                due = min(due, self.rebalance_deadline_ms)
+        return due
+
+    def assignment_covers(self, counts: Mapping[str, int]) -> bool:
+        """True if the assignment holds every partition of every subscribed topic and no
+        partition that does not exist (no assignor gives a partition twice)."""
+        assigned: dict[str, int] = dict.fromkeys(self.subscribed_topics(), 0)
+        for member in self.members.values():
+            for topic, partitions in member.assignment.items():
+                count = counts.get(topic, 0)
+                if topic not in assigned or any(p >= count for p in partitions):
+                    return False
+                assigned[topic] += len(partitions)
+        return all(n == counts.get(topic, 0) for topic, n in assigned.items())
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def join_response(
+        self, member: Member, req: m.JoinGroupRequest | None = None
+    ) -> m.JoinGroupResponse:
+        """The JoinGroup answer of the current generation (members for the leader only)."""
+        leader = member.member_id == self.leader
+        return m.JoinGroupResponse(
+            correlation_id=req.correlation_id if req is not None else 0,
+            generation_id=self.generation,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol,
+            leader=self.leader or "",
+            member_id=member.member_id,
+            members=[
+                m.JoinGroupMember(
+                    member_id=mb.member_id,
+                    group_instance_id=mb.group_instance_id,
+                    topics=list(mb.topics),
+                )
+                for mb in self.members.values()
+            ]
+            if leader
+            else [],
+        )
+
+    def sync_response(self, member: Member) -> m.SyncGroupResponse:
+        return m.SyncGroupResponse(
+            correlation_id=0,
+            protocol_name=self.protocol,
+            assignment={t: list(ps) for t, ps in member.assignment.items()},
+        )
+
+    def find(self, member_id: str, instance_id: str | None) -> Member | None:
+        """The member named by its instance id if given (static), else by its member id."""
+        if instance_id is not None:
+            return next(
+                (mb for mb in self.members.values() if mb.group_instance_id == instance_id), None
+            )
+        return self.members.get(member_id)
+
+    def remove(self, member: Member) -> None:
+        self.members.pop(member.member_id, None)
+        if self.leader == member.member_id:
+            self.leader = next(iter(self.members), None)
+
+    # -- descriptions and records ----------------------------------------------------------
+
+    def describe(self) -> m.DescribedGroup:
+        assigned = self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE)
+        return m.DescribedGroup(
+            group_id=self.group_id,
+            group_state=self.state.value,
+            protocol_type=self.protocol_type or "",
+            protocol_data=(self.protocol or "") if assigned else "",
+            members=[
+                m.DescribedGroupMember(
+                    member_id=member.member_id,
+                    group_instance_id=member.group_instance_id,
+                    client_id=member.client_id,
+                    client_host=member.client_host,
+                    topics=list(member.topics),
+                    assignment=dict(member.assignment) if assigned else {},
+                )
+                for member in self.members.values()
+            ],
+        )
+
+    def to_value(self) -> GroupValue:
+        return GroupValue(
+            protocol_type=self.protocol_type or "",
+            generation=self.generation,
+            protocol=self.protocol,
+            leader=self.leader,
+            current_state_timestamp_ms=self.state_since_ms,
+            members=tuple(
+                MemberValue(
+                    member_id=mb.member_id,
+                    group_instance_id=mb.group_instance_id,
+                    client_id=mb.client_id,
+                    client_host=mb.client_host,
+                    rebalance_timeout_ms=mb.rebalance_timeout_ms,
+                    session_timeout_ms=mb.session_timeout_ms,
+                    topics=mb.topics,
+                    assignment=mb.assignment,
+                )
+                for mb in self.members.values()
+            ),
+        )
+
+    @classmethod
+    def from_value(cls, group_id: str, value: GroupValue, now_ms: int) -> Group:
+        """The group as stored: Stable with its members (their sessions restart now), or
+        Empty. A protocol the broker does not know leaves the group Empty."""
+        group = cls(
+            group_id,
+            generation=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol=value.protocol,
+            leader=value.leader,
+        )
+        if value.members and value.protocol in ASSIGNORS:
+            for mv in value.members:
+                group.members[mv.member_id] = Member(
+                    member_id=mv.member_id,
+                    group_instance_id=mv.group_instance_id,
+                    client_id=mv.client_id,
+                    client_host=mv.client_host,
+                    session_timeout_ms=mv.session_timeout_ms,
+                    rebalance_timeout_ms=mv.rebalance_timeout_ms,
+                    protocol_type=value.protocol_type,
+                    assignors=(value.protocol,),
+                    topics=tuple(mv.topics),
+                    assignment={t: list(ps) for t, ps in mv.assignment.items()},
+                    deadline_ms=now_ms + mv.session_timeout_ms,
+                    synced=True,
+                )
+            group.transition(GroupState.STABLE, now_ms)
+        else:
+            group.protocol = None
+            group.leader = None
+            stamp = value.current_state_timestamp_ms
+            group.transition(GroupState.EMPTY, stamp if stamp >= 0 else now_ms)
+        return group
+
+
+def check_member(
+    group: Group | None, member_id: str, instance_id: str | None, generation: int
+) -> ErrorCode:
+    """Kafka's checks of a SyncGroup or Heartbeat sender, in Kafka's order."""
+    if group is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if instance_id is not None:
+        static = group.find(member_id, instance_id)
+        if static is not None and static.member_id != member_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+    if member_id not in group.members:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if generation != group.generation:
+        return ErrorCode.ILLEGAL_GENERATION
+    return ErrorCode.NONE
+
+
+def fence(member: Member, code: ErrorCode) -> None:
+    """Answer the member's waiting JoinGroup / SyncGroup with ``code``."""
+    if member.join_waiter is not None:
+        member.join_waiter.resolve(join_error(None, code, member.member_id))
+        member.join_waiter = None
+    if member.sync_waiter is not None:
+        member.sync_waiter.resolve(sync_error(code))
+        member.sync_waiter = None
+
+
+def join_error(
+    req: m.JoinGroupRequest | None, code: ErrorCode, member_id: str = ""
+) -> m.JoinGroupResponse:
+    return m.JoinGroupResponse(
+        correlation_id=req.correlation_id if req is not None else 0,
+        error_code=int(code),
+        member_id=member_id,
+    )
+
+
+def sync_error(code: ErrorCode) -> m.SyncGroupResponse:
+    return m.SyncGroupResponse(correlation_id=0, error_code=int(code))
