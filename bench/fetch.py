@@ -37,7 +37,7 @@ from protocol.records import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
-__all__ = ["TITLE", "Params", "run"]
+__all__ = ["TITLE", "Params", "fill_partition", "read_partition", "run"]
 
 TITLE = "fetch serving (os.sendfile) against plain loopback sendfile"
 TOPIC = "fetch-bench"
@@ -66,7 +66,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     ).start()
     try:
         say(f"filling {TOPIC}-0 with {format_size(params.data_bytes)}")
-        end_offset = _fill(broker.port, params)  # type: ignore[arg-type]
+        end_offset = fill_partition(broker.port, TOPIC, params)  # type: ignore[arg-type]
         broker.restart()
         segments = sorted((scratch / "logs" / f"{TOPIC}-0").glob("*.log"))
         total = sum(p.stat().st_size for p in segments)
@@ -74,7 +74,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         timings = interleaved(
             {
                 "baseline": lambda: _sendfile_loopback(segments),
-                "fetch": lambda: _fetch_all(broker.port, end_offset, params.fetch_bytes),  # type: ignore[arg-type]
+                "fetch": lambda: read_partition(broker.port, TOPIC, end_offset, params.fetch_bytes),  # type: ignore[arg-type]
             },
             params.repeats,
         )
@@ -94,14 +94,16 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     return figures.items
 
 
-def _fill(port: int, params: Params) -> int:
+def fill_partition(port: int, topic: str, params: Params) -> int:
+    """Create ``topic`` (one partition) and fill it with ``data_bytes`` of 100-byte records in
+    16 KiB batches, ``produce_pipeline`` requests in flight; returns the record count."""
     batches, per_batch = build_batches(StorageParams())
     with Wire(port) as wire:
-        wire.create_topic(TOPIC, partitions=1)
+        wire.create_topic(topic, partitions=1)
         count = max(1, params.data_bytes // len(batches[0]))
         in_flight = 0
         for i in range(count):
-            wire.send(*wire.produce_request([(TOPIC, 0, batches[i % len(batches)])], acks=1))
+            wire.send(*wire.produce_request([(topic, 0, batches[i % len(batches)])], acks=1))
             in_flight += 1
             if in_flight >= params.produce_pipeline:
                 _expect_produced(wire.recv()[0])
@@ -142,8 +144,9 @@ def _sendfile_loopback(files: list[Path]) -> float:
     return watch.seconds
 
 
-def _fetch_all(port: int, end_offset: int, fetch_bytes: int) -> float:
-    """Seconds to fetch offsets ``0 .. end_offset`` with back-to-back Fetch requests."""
+def read_partition(port: int, topic: str, end_offset: int, fetch_bytes: int) -> float:
+    """Seconds to fetch offsets ``0 .. end_offset`` of partition 0 with back-to-back Fetch
+    requests, reading only each response's batch headers."""
     buffer = bytearray(fetch_bytes + _RECV_BUFFER_BYTES)
     view = memoryview(buffer)
     with socket.create_connection(("127.0.0.1", port)) as sock, Stopwatch() as watch:
@@ -157,7 +160,7 @@ def _fetch_all(port: int, end_offset: int, fetch_bytes: int) -> float:
                 max_bytes=fetch_bytes,
                 topics=[
                     m.FetchTopic(
-                        name=TOPIC,
+                        name=topic,
                         partitions=[
                             m.FetchPartition(
                                 partition_index=0,

@@ -29,6 +29,7 @@ import anyio.abc
 import anyio.to_thread
 
 from broker.admin import AdminApi
+from broker.cleanup import run_cleanup
 from broker.config import BrokerConfig, Listener
 from broker.connection import Connection
 from broker.context import BrokerContext
@@ -112,6 +113,7 @@ class Server:
             async with anyio.create_task_group() as background:
                 background.start_soon(ctx.group_commit.run)
                 background.start_soon(self._housekeeping, ctx)
+                background.start_soon(run_cleanup, ctx)
                 background.start_soon(groups.run)
                 await self._serve_connections(ctx, sock)
                 background.cancel_scope.cancel()

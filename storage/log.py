@@ -17,6 +17,19 @@ Append (:meth:`Log.append`), for the bytes of one produce request to this partit
 
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
+
+Removing and replacing segments (retention, :mod:`storage.retention`; compaction,
+:mod:`storage.cleaner`) happens only in :meth:`remove_segments` and :meth:`replace_segments`,
+which the broker calls on the event-loop thread, the thread that appends and reads. They never
+touch the active segment, and they change the segment list by building a new list and
+assigning it (with ``_base_offsets``) in one go, so a reader on the loop sees the old list or
+the new one. Code in other threads holding the old list or an old segment (a fetch's
+:class:`FileRegion` being sent, the group-commit flush) keeps working: a removed segment's files
+are renamed to ``.deleted``, stay open (and readable) and are closed and unlinked only
+``file.delete.delay.ms`` later (:meth:`take_due_deletions`); a closed segment's flush is a no-op.
+
+Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
+with a keyless record is refused (CORRUPT_MESSAGE), as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -24,18 +37,24 @@ from __future__ import annotations
 import bisect
 import logging
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from protocol.recompress import recompress_batch, target_codec
 from protocol.records import (
     ATTR_LOG_APPEND_TIME,
+    BatchHeader,
     CorruptRecordError,
+    parse_batch_header,
     recompute_crc,
     validate_client_batch,
 )
+from storage.atomic import fsync_directory
+from storage.cleaner.records import check_keys
 from storage.config import LogConfig
 from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
-from storage.loader import load_segments
+from storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
 from storage.segment import FileRegion, LogSegment
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
@@ -94,6 +113,10 @@ class Log:
         self._active_created_ms = now_ms
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
+        # Segments that left the log: (when their files may be deleted, the segment).
+        self._pending_deletions: list[tuple[int, LogSegment]] = []
+        # The cleaner's progress (cleaner-offset-checkpoint): offsets below it are compacted.
+        self.first_dirty_offset = self.log_start_offset
 
     @classmethod
     def open(
@@ -146,22 +169,30 @@ class Log:
     def append(self, records: bytes | bytearray | memoryview, *, now_ms: int) -> AppendInfo:
         """Validate, assign offsets to and append the batches in ``records`` (see module doc)."""
         view = memoryview(records).cast("B")
-        batches = []
+        batches: list[tuple[memoryview, BatchHeader]] = []
         position = 0
         record_count = 0
+        size = 0
+        codec = target_codec(self.config.compression_type)
         while position < len(view):
             header = validate_client_batch(view, position)
+            batch = view[position : position + header.size_bytes]
+            position += header.size_bytes
+            if self.config.compact:
+                check_keys(batch, 0)
+            if codec is not None and header.compression != codec:  # topic compression.type
+                batch = memoryview(recompress_batch(batch, codec))
+                header = parse_batch_header(batch)
             if header.size_bytes > self.config.max_message_bytes:
                 raise RecordTooLargeError(
                     f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
                     f"{self.config.max_message_bytes} of {self.topic}-{self.partition}"
                 )
-            batches.append((position, header))
+            batches.append((batch, header))
             record_count += header.record_count
-            position += header.size_bytes
+            size += header.size_bytes
         if not batches:
             raise CorruptRecordError("produce request holds no record batch")
-        size = len(view)
         if size > self.config.segment_bytes:
             raise RecordTooLargeError(
                 f"{size} bytes in one append exceed segment.bytes {self.config.segment_bytes}"
@@ -172,11 +203,11 @@ class Log:
         entries: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
         max_timestamp = -1
         append_time = now_ms if self.config.log_append_time else -1
-        for position, header in batches:
-            body = view[position + 8 : position + header.size_bytes]
+        for batch, header in batches:
+            body = batch[8:]
             last = offset + header.last_offset_delta
             if append_time >= 0:
-                body = _stamp_log_append_time(view[position : position + header.size_bytes], now_ms)
+                body = _stamp_log_append_time(batch, now_ms)
                 batch_max_ts = now_ms
             else:
                 batch_max_ts = header.max_timestamp
@@ -241,9 +272,14 @@ class Log:
         target = self.next_offset
         if target == self.recovery_point:
             return
-        first = max(0, bisect.bisect_right(self._base_offsets, self.recovery_point) - 1)
-        for segment in self.segments[first:]:
-            segment.flush()
+        # One snapshot of the list: this runs in the group-commit thread while the event loop
+        # may replace the list (a removed segment is flushed anyway, harmlessly).
+        segments = self.segments
+        recovery_point = self.recovery_point
+        for i, segment in enumerate(segments):
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            if following is None or following.base_offset > recovery_point:
+                segment.flush()
         # Two flushes may overlap (the group-commit thread and flush.messages): never go back.
         self.recovery_point = max(self.recovery_point, target)
         self._unflushed_messages = 0
@@ -303,10 +339,93 @@ class Log:
         self.log_start_offset = max(self.log_start_offset, offset)
         return self.log_start_offset
 
+    # -- removing and replacing segments (event-loop thread; see the module docstring) -----
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        self.segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+
+    def remove_segments(self, doomed: Sequence[LogSegment], *, now_ms: int) -> int:
+        """Drop the oldest ``len(doomed)`` segments (retention); returns the new log start.
+
+        ``doomed`` must be the head of the segment list. If it is the whole list, the active
+        segment is rolled first, so the log keeps an (empty) active segment at its end offset.
+        The log start offset moves to the first remaining segment's base offset (it never moves
+        back); the files are renamed to ``.deleted`` and deleted ``file.delete.delay.ms``
+        later (:meth:`take_due_deletions`). A crash after any rename leaves either a live
+        segment the next retention pass deletes again or a ``.deleted`` file the loader deletes.
+        """
+        count = len(doomed)
+        if count == 0:
+            return self.log_start_offset
+        if any(a is not b for a, b in zip(doomed, self.segments, strict=False)):
+            raise ValueError("only the oldest segments of a log can be removed")
+        if count >= len(self.segments):
+            self.roll(now_ms)
+            if self.active_segment in doomed:  # the active segment was empty: keep it
+                count -= 1
+                doomed = doomed[:count]
+        remaining = self.segments[count:]
+        self._set_segments(remaining)
+        self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+        self.first_dirty_offset = max(self.first_dirty_offset, self.log_start_offset)
+        self._schedule_deletion(doomed, now_ms)
+        return self.log_start_offset
+
+    def replace_segments(self, new: LogSegment, old: Sequence[LogSegment], *, now_ms: int) -> bool:
+        """Swap the cleaned segment ``new`` (``.cleaned`` files) in for ``old`` (compaction).
+
+        Kafka's protocol, each step leaving a state the loader resolves (:mod:`storage.loader`):
+
+        1. rename ``new``'s files ``.cleaned`` -> ``.swap`` and fsync the directory (crash:
+           the loader finishes the swap, or deletes a partial one that still has a ``.cleaned``
+           file, and the old segments stay);
+        2. put ``new`` in place of ``old`` in the segment list (memory only);
+        3. rename ``old``'s files to ``.deleted`` (crash: the loader deletes them and renames
+           the ``.swap`` to live);
+        4. rename ``new``'s files ``.swap`` -> live.
+
+        Returns False (and deletes ``new``) if ``old`` is no longer a run of inactive segments
+        of this log (retention or a truncation got there first).
+        """
+        segments = self.segments
+        start = next((i for i, s in enumerate(segments) if s is old[0]), None) if old else None
+        end = None if start is None else start + len(old)
+        if (
+            start is None
+            or end is None
+            or end >= len(segments)  # the active segment is never replaced
+            or any(a is not b for a, b in zip(segments[start:end], old, strict=True))
+        ):
+            new.delete_files()
+            return False
+        new.change_suffix(SWAP_SUFFIX)
+        fsync_directory(self.directory)
+        self._set_segments([*segments[:start], new, *segments[end:]])
+        self._schedule_deletion(old, now_ms)
+        new.change_suffix("")
+        return True
+
+    def _schedule_deletion(self, doomed: Sequence[LogSegment], now_ms: int) -> None:
+        due_ms = now_ms + self.config.file_delete_delay_ms
+        for segment in doomed:
+            segment.change_suffix(DELETED_SUFFIX)
+            self._pending_deletions.append((due_ms, segment))
+
+    def take_due_deletions(self, now_ms: int) -> list[LogSegment]:
+        """Segments whose ``file.delete.delay.ms`` has passed; the caller deletes their files
+        (:meth:`LogSegment.delete_files`, possibly in another thread)."""
+        due = [s for t, s in self._pending_deletions if t <= now_ms]
+        if due:
+            self._pending_deletions = [(t, s) for t, s in self._pending_deletions if t > now_ms]
+        return due
+
     def close(self) -> None:
         """Flush and close every segment (the final time index entries are appended)."""
         self.flush()
         for segment in self.segments:
+            segment.close()
+        for _, segment in self._pending_deletions:
             segment.close()
 
     def __repr__(self) -> str:

@@ -7,6 +7,7 @@ Per root (DESIGN §3)::
     .kafka_cleanshutdown                 present only between a clean shutdown and the next start
     recovery-point-offset-checkpoint     per partition: every offset below is fsynced
     log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
+    cleaner-offset-checkpoint            per compacted partition: the cleaner's first dirty offset
     replication-offset-checkpoint        per partition: the high watermark (= log end offset)
     topic-configs.json                   odradek's own: topic ids and config overrides
     <topic>-<partition>/                 one Log each
@@ -77,6 +78,7 @@ logger = logging.getLogger(__name__)
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 META_PROPERTIES = "meta.properties"
 PARTITION_METADATA = "partition.metadata"
@@ -200,6 +202,7 @@ class LogManager:
     def _load_root(self, log_dir: Path, *, clean_shutdown: bool) -> None:
         recovery_points = _read_checkpoint_or_empty(log_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = _read_checkpoint_or_empty(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        cleaner_offsets = _read_checkpoint_or_empty(log_dir / CLEANER_OFFSET_CHECKPOINT)
         for name in sorted(os.listdir(log_dir)):
             path = log_dir / name
             if not path.is_dir():
@@ -227,6 +230,9 @@ class LogManager:
                 log_start_offset=start_offsets.get(parsed, 0),
                 recovery_point=recovery_points.get(parsed, 0),
                 clean_shutdown=clean_shutdown,
+            )
+            log.first_dirty_offset = max(
+                log.log_start_offset, cleaner_offsets.get(parsed, log.log_start_offset)
             )
             self.logs[parsed] = log
             self._log_dir_of[parsed] = log_dir
@@ -374,7 +380,7 @@ class LogManager:
     # -- checkpoints -----------------------------------------------------------------------
 
     def checkpoint(self) -> None:
-        """Write the recovery point, log start offset and high watermark checkpoints."""
+        """Write the recovery point, log start offset, high watermark and cleaner checkpoints."""
         for log_dir in self.online_dirs:
             logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
             try:
@@ -384,6 +390,11 @@ class LogManager:
                     (HIGH_WATERMARK_CHECKPOINT, lambda log: log.high_watermark),
                 ):
                     write_offset_checkpoint(log_dir / name, _offsets(logs, value))
+                compacted = [log for log in logs if log.config.compact]
+                write_offset_checkpoint(
+                    log_dir / CLEANER_OFFSET_CHECKPOINT,
+                    _offsets(compacted, lambda log: log.first_dirty_offset),
+                )
             except OSError as exc:
                 self._take_offline(log_dir, str(exc))
 

@@ -23,6 +23,10 @@ Crash safety:
 3. A new segment's directory entry is fsynced at creation, so an acknowledged append to it
    survives a crash together with its file.
 
+A segment's files may carry a suffix (``file_suffix``): ``.cleaned`` while the cleaner writes
+it, ``.swap`` while it replaces others, ``.deleted`` once it left the log
+(:meth:`LogSegment.change_suffix`; the loader's rules for each are in :mod:`storage.loader`).
+
 Concurrency: one writer. Readers may run in other threads: they read ``size_bytes`` once and
 never look past it, and use ``pread`` (no shared file position).
 """
@@ -85,22 +89,24 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_bytes: int,
         writable: bool,
+        file_suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.file_suffix = file_suffix  # "" live, or ".cleaned" / ".swap" / ".deleted"
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file = io.FileIO(fd, "r+", closefd=True)
         self.size_bytes = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(
-            segment_path(directory, base_offset, INDEX_SUFFIX),
+            segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix),
             base_offset,
             max_index_bytes,
             writable=writable,
         )
         self.time_index = TimeIndex(
-            segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix),
             base_offset,
             max_index_bytes,
             writable=writable,
@@ -113,17 +119,24 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, max_index_bytes: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        file_suffix: str = "",
     ) -> LogSegment:
         """A new, empty, writable segment; any stale files with its name are replaced."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+            segment_path(directory, base_offset, suffix + file_suffix).unlink(missing_ok=True)
         segment = cls(
             directory,
             base_offset,
             index_interval_bytes=index_interval_bytes,
             max_index_bytes=max_index_bytes,
             writable=True,
+            file_suffix=file_suffix,
         )
         fsync_directory(directory)
         return segment
@@ -183,8 +196,29 @@ class LogSegment:
         return self._first_batch_timestamp
 
     def flush(self) -> None:
-        """Make every appended byte of the ``.log`` durable."""
+        """Make every appended byte of the ``.log`` durable.
+
+        A segment that left the log and was closed (``file.delete.delay.ms`` later) has nothing
+        left to flush: a flush of an older snapshot of the segment list skips it.
+        """
+        if self.file.closed:
+            return
         os.fsync(self.file.fileno())
+
+    @property
+    def last_modified_ms(self) -> int:
+        """The ``.log`` file's modification time (Kafka's ``LogSegment.lastModified``)."""
+        return os.stat(self.file.fileno()).st_mtime_ns // 1_000_000
+
+    def set_last_modified_ms(self, mtime_ms: int) -> None:
+        """Set the ``.log`` file's modification time (a cleaned segment keeps its sources')."""
+        ns = mtime_ms * 1_000_000
+        os.utime(self.file.fileno(), ns=(ns, ns))
+
+    @property
+    def largest_timestamp_ms(self) -> int:
+        """Kafka's ``largestTimestamp``: the max record timestamp, else the file's mtime."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
     def on_become_inactive(self) -> None:
         """The segment was rolled: add the final time index entry, trim and sync the indexes."""
@@ -336,13 +370,26 @@ class LogSegment:
         self.time_index.close()
         self.file.close()
 
-    def rename_with_suffix(self, suffix: str) -> None:
-        """Add ``suffix`` (``.deleted``, ``.cleaned``, ``.swap``) to all three file names."""
-        new_log = self.log_path.with_name(self.log_path.name + suffix)
+    def change_suffix(self, new_suffix: str) -> None:
+        """Rename all three files from the current suffix to ``new_suffix`` (``""`` = live).
+
+        The ``.log`` is renamed last, so a crash midway leaves a ``.log`` under its old name and
+        the loader's rules (:mod:`storage.loader`) still apply to it: indexes are derived data.
+        Open file descriptors and index mappings stay valid across the rename.
+        """
+        old = self.file_suffix
+        for index in (self.offset_index, self.time_index):
+            name = index.path.name.removesuffix(old) if old else index.path.name
+            index.rename(index.path.with_name(name + new_suffix))
+        name = self.log_path.name.removesuffix(old) if old else self.log_path.name
+        new_log = self.log_path.with_name(name + new_suffix)
         os.replace(self.log_path, new_log)
         self.log_path = new_log
-        for index in (self.offset_index, self.time_index):
-            index.rename(index.path.with_name(index.path.name + suffix))
+        self.file_suffix = new_suffix
+
+    def rename_with_suffix(self, suffix: str) -> None:
+        """Add ``suffix`` (``.deleted``, ``.cleaned``, ``.swap``) to all three file names."""
+        self.change_suffix(self.file_suffix + suffix)
 
     def delete_files(self) -> None:
         self.close()

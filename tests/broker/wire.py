@@ -20,7 +20,7 @@ import msgspec
 
 from protocol import messages as m
 from protocol.frames import MAX_FRAME_BYTES_LIMIT, FrameDecoder
-from protocol.records import LOG_OVERHEAD, Record, decode_records, encode_batch
+from protocol.records import LOG_OVERHEAD, Record, decode_records, encode_batch, parse_batch_header
 
 __all__ = [
     "Wire",
@@ -257,8 +257,9 @@ def fetch_all(wire: Wire, topic: str, partition: int = 0, start: int = 0) -> lis
         assert result.error_code == 0, result
         for raw in split_batches(tail):
             records.extend(r for r in decode_records(raw) if r.offset >= offset)
-        if records:
-            offset = records[-1].offset + 1
+            # A compacted batch may have lost its last records (or all of them): move past
+            # the batch's offset range, not past its last surviving record.
+            offset = max(offset, parse_batch_header(raw).next_offset)
         if offset >= result.high_watermark:
             return records
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from protocol.records import (
     ATTR_CONTROL,
+    Compression,
     CorruptRecordError,
     TimestampType,
     decode_records,
@@ -617,3 +618,36 @@ def test_index_entries_are_per_batch_in_multi_batch_appends(log_dir: Path) -> No
     assert len(entries) > 5  # more than one entry per append
     for offset, position in entries:
         assert starts[position] == offset
+
+
+@pytest.mark.parametrize(
+    ("compression_type", "sent_codec", "stored_codec"),
+    [
+        ("gzip", Compression.NONE, Compression.GZIP),
+        ("uncompressed", Compression.ZSTD, Compression.NONE),
+        ("lz4", Compression.SNAPPY, Compression.LZ4),
+        ("zstd", Compression.ZSTD, Compression.ZSTD),  # already right: stored as sent
+        ("producer", Compression.SNAPPY, Compression.SNAPPY),
+    ],
+)
+def test_topic_compression_type_reencodes_other_codecs(
+    log_dir: Path, compression_type: str, sent_codec: Compression, stored_codec: Compression
+) -> None:
+    log = open_log(log_dir, config(compression_type=compression_type))
+    sent = [
+        encode_batch([(b"k", b"a" * 50, 1), (None, None, 2)], compression=sent_codec),
+        encode_batch([(b"k2", b"b" * 50, 3)], compression=sent_codec),
+    ]
+    info = log.append(b"".join(sent), now_ms=0)
+    assert (info.first_offset, info.last_offset, info.record_count) == (0, 2, 3)
+    stored = split_batches(region_bytes(log.read(0, 1 << 20).region))  # validates every CRC
+    assert [parse_batch_header(raw).compression for raw in stored] == [stored_codec] * 2
+    assert [(r.offset, r.key, r.value, r.timestamp_ms) for r in all_records(log)] == [
+        (0, b"k", b"a" * 50, 1),
+        (1, None, None, 2),
+        (2, b"k2", b"b" * 50, 3),
+    ]
+    if sent_codec == stored_codec:
+        assert [raw[8:] for raw in stored] == [data[8:] for data in sent]  # never re-encoded
+    assert log.next_offset == 3
+    assert os.path.getsize(log_dir / f"{0:020d}.log") == sum(map(len, stored))
