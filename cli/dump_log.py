@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cli.common import positive_int
 from storage.dump import INT32_MAX, DumpOptions, dump_files
 
 DESCRIPTION = """\
@@ -23,16 +24,6 @@ exit status:
   2  a file could not be dumped: missing, a directory, an unsupported type (.snapshot,
      .txnindex, ...), or unreadable (every other file is still dumped)
 """
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=positive_int,
         default=INT32_MAX,
         metavar="N",
         help="read at most N bytes of each .log: stop before the first batch ending past N",

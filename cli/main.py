@@ -12,7 +12,14 @@ import sys
 from collections.abc import Sequence
 
 # Subcommand modules, in the order ``odradek --help`` lists them.
-SUBCOMMANDS: list[str] = ["cli.serve", "cli.dump_log"]
+SUBCOMMANDS: list[str] = [
+    "cli.serve",
+    "cli.topics",
+    "cli.produce",
+    "cli.consume",
+    "cli.perf",
+    "cli.dump_log",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,293 @@
+"""Consumer-side decoding of fetched bytes into :class:`ConsumerRecord` tuples, lazily,
+one batch at a time.
+
+Input: the raw bytes of one partition in a Fetch response: log entries back to back, each
+``baseOffset int64 | length int32 | ...`` (12-byte prefix) — RecordBatch v2 (see
+:mod:`protocol.records`) or legacy v0/v1 entries (:mod:`protocol.legacy`), told apart by the
+magic byte at offset 16. The bytes may end in a partial entry (the broker cuts at
+``partition_max_bytes``); :class:`BatchCursor` stops before it and reports where it stopped.
+
+Rules: each v2 batch's CRC-32C is checked (Kafka's ``check.crcs``); control batches are
+skipped (they still advance the position); records below the consumer's position are skipped
+(a batch may start before it, e.g. a compressed batch or a fetch from the middle of one); the
+position after a batch is its last offset + 1 even if its tail records were compacted away.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from itertools import repeat
+from operator import add
+from typing import Any
+
+from crc32c import crc32c
+
+from client.errors import for_code
+from client.types import ConsumerRecord
+from protocol import compression as _compression
+from protocol.legacy import decode_legacy_records, validate_legacy_entry
+from protocol.records import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
+from protocol.varint import VarintError, decode_varint
+
+__all__ = ["BatchCursor"]
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+_ATTR_CODEC = 0x07
+_ATTR_LOG_APPEND_TIME = 0x08
+_ATTR_CONTROL = 0x20
+_new = tuple.__new__
+_NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, never mutated
+
+
+class BatchCursor:
+    """Walks one partition's fetched bytes; :meth:`next_records` decodes one batch at a time.
+
+    ``position`` is the next offset the consumer wants; after each batch it is the offset
+    after that batch (or unchanged when no whole batch is left: a partial tail)."""
+
+    __slots__ = ("data", "partition", "pos", "position", "topic")
+
+    def __init__(self, topic: str, partition: int, data: memoryview, position: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.data = data
+        self.pos = 0
+        self.position = position
+
+    @property
+    def exhausted(self) -> bool:
+        data = self.data
+        pos = self.pos
+        if len(data) - pos < LOG_OVERHEAD:
+            return True
+        (_, length) = _PREFIX.unpack_from(data, pos)
+        return pos + LOG_OVERHEAD + length > len(data)
+
+    def next_records(self) -> list[ConsumerRecord] | None:
+        """Records of the next whole batch at or after ``position`` (possibly empty: a control
+        batch or one wholly below the position); ``None`` when no whole batch is left.
+        Raises :class:`~client.errors.CorruptRecordError` for a corrupt batch."""
+        data = self.data
+        pos = self.pos
+        if len(data) - pos < LOG_OVERHEAD + 5:
+            return None
+        base_offset, length = _PREFIX.unpack_from(data, pos)
+        size = LOG_OVERHEAD + length
+        if pos + size > len(data):
+            return None
+        self.pos = pos + size
+        try:
+            if data[pos + 16] != 2:
+                return self._legacy(data[pos : pos + size])
+            return self._v2(data, pos, size)
+        except (CorruptRecordError, VarintError, IndexError, struct.error) as exc:
+            raise for_code(
+                2, f"{self.topic}-{self.partition} at offset {base_offset}: {exc}"
+            ) from None
+
+    def _legacy(self, entry: memoryview) -> list[ConsumerRecord]:
+        info = validate_legacy_entry(entry)
+        ts_type = 1 if info.magic == 1 and info.attributes & _ATTR_LOG_APPEND_TIME else 0
+        position = self.position
+        out = [
+            ConsumerRecord(
+                self.topic, self.partition, r.offset, r.timestamp_ms, ts_type, r.key, r.value, []
+            )
+            for r in decode_legacy_records(entry)
+            if r.offset >= position
+        ]
+        self.position = max(position, info.offset + 1)
+        return out
+
+    def _v2(self, data: memoryview, pos: int, size: int) -> list[ConsumerRecord]:
+        (
+            base_offset,
+            _length,
+            _epoch,
+            _magic,
+            crc,
+            attributes,
+            last_offset_delta,
+            base_ts,
+            max_ts,
+            _pid,
+            _pepoch,
+            _seq,
+            count,
+        ) = _HEADER.unpack_from(data, pos)
+        if size < HEADER_SIZE:
+            raise CorruptRecordError(f"batch of {size} bytes is shorter than its header")
+        if crc32c(data[pos + 21 : pos + size]) != crc:
+            raise CorruptRecordError("record batch CRC mismatch")
+        position = self.position
+        next_offset = base_offset + last_offset_delta + 1
+        if next_offset > position:
+            self.position = next_offset
+        if attributes & _ATTR_CONTROL or next_offset <= position:
+            return []
+        body = bytes(data[pos + HEADER_SIZE : pos + size])
+        codec = attributes & _ATTR_CODEC
+        if codec:
+            try:
+                body = _compression.decompress(codec, body)
+            except _compression.CompressionError as exc:
+                raise CorruptRecordError(str(exc)) from None
+        log_append = attributes & _ATTR_LOG_APPEND_TIME
+        return _decode(
+            body,
+            count,
+            base_offset,
+            base_ts,
+            max_ts if log_append else None,
+            1 if log_append else 0,
+            self.topic,
+            self.partition,
+            position,
+        )
+
+
+def _decode(
+    body: bytes,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    log_append_ts: int | None,
+    ts_type: int,
+    topic: str,
+    partition: int,
+    min_offset: int,
+) -> list[ConsumerRecord]:
+    """Decode ``count`` records into columns (one ``list.append`` per field, varints of one
+    and two bytes inline), then build the ConsumerRecords with C-level ``map``/``zip``."""
+    offset_deltas: list[int] = []
+    ts_deltas: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers_at: dict[int, list[tuple[str, bytes | None]]] = {}
+    add_offset = offset_deltas.append
+    add_ts = ts_deltas.append
+    add_key = keys.append
+    add_value = values.append
+    pos = 0
+    for index in range(count):
+        # the record length is skipped (fields are self-delimiting); then the attributes byte
+        if body[pos] < 128:
+            pos += 2
+        elif body[pos + 1] < 128:
+            pos += 3
+        else:
+            _, pos = decode_varint(body, pos)
+            pos += 1
+        b = body[pos]
+        if b < 128:
+            add_ts((b >> 1) ^ -(b & 1))
+            pos += 1
+        else:
+            n, pos = decode_varint(body, pos)
+            add_ts(n)
+        b = body[pos]
+        if b < 128:
+            add_offset(b >> 1)
+            pos += 1
+        elif body[pos + 1] < 128:
+            add_offset(((b & 127) | (body[pos + 1] << 7)) >> 1)
+            pos += 2
+        else:
+            n, pos = decode_varint(body, pos)
+            add_offset(n)
+        b = body[pos]
+        if b == 1:  # null key
+            add_key(None)
+            pos += 1
+        else:
+            if b < 128:
+                n = b >> 1
+                pos += 1
+            else:
+                n, pos = decode_varint(body, pos)
+            if n < 0:
+                raise CorruptRecordError(f"invalid key length {n}")
+            add_key(body[pos : pos + n])
+            pos += n
+        b = body[pos]
+        if b == 1:  # null value
+            add_value(None)
+            pos += 1
+        else:
+            if b < 128:
+                n = b >> 1
+                pos += 1
+            elif body[pos + 1] < 128:
+                n = ((b & 127) | (body[pos + 1] << 7)) >> 1
+                pos += 2
+            else:
+                n, pos = decode_varint(body, pos)
+            if n < 0:
+                raise CorruptRecordError(f"invalid value length {n}")
+            add_value(body[pos : pos + n])
+            pos += n
+        if body[pos] == 0:
+            pos += 1
+        else:
+            headers_at[index], pos = _headers(body, pos)
+    if pos != len(body):  # also catches a last field that overran the body (slices clip)
+        raise CorruptRecordError(f"{len(body) - pos} bytes left after {count} records")
+    headers: Any = repeat(_NO_HEADERS)
+    if headers_at:
+        headers = [headers_at.get(i, _NO_HEADERS) for i in range(count)]
+    timestamps: Any = (
+        repeat(log_append_ts) if log_append_ts is not None else map(add, repeat(base_ts), ts_deltas)
+    )
+    records = list(
+        map(
+            _new,
+            repeat(ConsumerRecord),
+            zip(
+                repeat(topic),
+                repeat(partition),
+                map(add, repeat(base_offset), offset_deltas),
+                timestamps,
+                repeat(ts_type),
+                keys,
+                values,
+                headers,
+            ),
+        )
+    )
+    if records and records[0].offset < min_offset:
+        records = [r for r in records if r.offset >= min_offset]
+    return records
+
+
+def _headers(body: bytes, pos: int) -> tuple[list[tuple[str, bytes | None]], int]:
+    count, pos = decode_varint(body, pos)
+    if count < 0 or count > len(body) - pos:
+        raise CorruptRecordError(f"invalid header count {count}")
+    out = []
+    for _ in range(count):
+        n, pos = decode_varint(body, pos)
+        if n < 0 or pos + n > len(body):
+            raise CorruptRecordError(f"invalid header key length {n}")
+        try:
+            key = body[pos : pos + n].decode()
+        except UnicodeDecodeError:
+            raise CorruptRecordError("header key is not UTF-8") from None
+        pos += n
+        n, pos = decode_varint(body, pos)
+        if n < 0:
+            out.append((key, None))
+        else:
+            out.append((key, body[pos : pos + n]))
+            pos += n
+    return out, pos
+
+
+def iter_records(
+    topic: str, partition: int, data: memoryview, position: int
+) -> Iterator[ConsumerRecord]:
+    """Every record of the whole batches in ``data`` at or after ``position``."""
+    cursor = BatchCursor(topic, partition, data, position)
+    while (records := cursor.next_records()) is not None:
+        yield from records

@@ -1,0 +1,124 @@
+"""The async face on asyncio, asyncio+uvloop and trio: client, producer, consumer, admin."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from client import (
+    AsyncAdmin,
+    AsyncClient,
+    AsyncConsumer,
+    AsyncProducer,
+    InvalidTopicError,
+    NewTopic,
+    OffsetAndTimestamp,
+    RecordMetadata,
+    TopicAlreadyExistsError,
+    TopicPartition,
+)
+from protocol import messages as m
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_async_client_pipelines_concurrent_calls(bootstrap: str, topic: str) -> None:
+    async with AsyncClient(bootstrap) as client:
+        meta = await client.metadata([topic], allow_auto_create=True)
+        assert meta.topics[topic].partitions == [0]
+        results: list[object] = []
+
+        async def one(i: int) -> None:
+            if i % 2:
+                results.append(await client.list_offsets({TopicPartition(topic, 0): -1}))
+            else:  # a long poll that waits its full max_wait_ms, pipelined with the others
+                results.append(
+                    await client.fetch_raw({TopicPartition(topic, 0): 0}, max_wait_ms=200)
+                )
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(one, i)
+        assert len(results) == 10
+        response, tail = await client.call(m.ApiVersionsRequest(correlation_id=0))
+        assert isinstance(response, m.ApiVersionsResponse) and len(tail) == 0
+
+
+async def test_async_produce_consume_round_trip(bootstrap: str, topic: str) -> None:
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 2)])
+        with pytest.raises(TopicAlreadyExistsError):
+            await admin.create_topics([NewTopic(topic, 2)])
+        assert topic in await admin.list_topics()
+    async with AsyncProducer(bootstrap, linger_ms=10, compression_type="lz4") as producer:
+        handles = [
+            await producer.send(
+                topic, b"v%d" % i, key=b"k%d" % i, partition=i % 2, headers=[("i", b"%d" % i)]
+            )
+            for i in range(200)
+        ]
+        md = await producer.send_and_wait(topic, None, key=b"tomb", partition=0, timestamp_ms=7)
+        assert md == RecordMetadata(topic, 0, 100, -1, 4, -1)
+        await producer.flush()
+        assert all(h.done() for h in handles)
+        offsets = [(await h).offset for h in handles]
+        assert offsets == [i // 2 for i in range(200)]
+        bad = await producer.send("bad/topic", b"x")
+        with pytest.raises(InvalidTopicError):
+            await bad
+        assert await producer.partitions_for(topic) == {0, 1}
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    async with AsyncConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
+    ) as consumer:
+        consumer.assign(tps)
+        got = []
+        async for record in consumer:
+            got.append(record)
+            if len(got) == 201:
+                break
+        by_partition = {p: [r for r in got if r.partition == p] for p in (0, 1)}
+        assert [r.value for r in by_partition[1]] == [b"v%d" % i for i in range(1, 200, 2)]
+        assert by_partition[0][-1].value is None and by_partition[0][-1].timestamp == 7
+        assert by_partition[1][0].headers == [("i", b"1")]
+        assert await consumer.position(tps[0]) == 101
+        assert await consumer.end_offsets(tps) == {tps[0]: 101, tps[1]: 100}
+        assert await consumer.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 0}
+        found = await consumer.offsets_for_times({tps[0]: 0, tps[1]: 10**13})
+        assert found[tps[0]].offset == 0 and found[tps[1]] is None  # type: ignore[union-attr]
+        consumer.seek(tps[1], 98)
+        batch = await consumer.getmany(timeout_ms=3000)
+        assert [r.offset for r in batch[tps[1]]] == [98, 99]
+        await consumer.seek_to_beginning(tps[0])
+        first = await consumer.getone()
+        assert (first.partition, first.offset) == (0, 0)
+        assert await consumer.getmany(timeout_ms=0) is not None
+
+
+async def test_async_consumer_waits_for_new_records(bootstrap: str, topic: str) -> None:
+    async with AsyncProducer(bootstrap) as producer:
+        await producer.send_and_wait(topic, b"old")
+        async with AsyncConsumer(bootstrap_servers=bootstrap) as consumer:
+            consumer.assign([TopicPartition(topic, 0)])
+            assert await consumer.position(TopicPartition(topic, 0)) == 1  # latest
+            assert await consumer.getmany(timeout_ms=100) == {}
+            await producer.send_and_wait(topic, b"new")
+            with anyio.fail_after(10):
+                record = await consumer.getone()
+            assert record.value == b"new"
+
+
+async def test_async_admin_configs_and_records(bootstrap: str, topic: str) -> None:
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 1)])
+        await admin.alter_configs(topic, set={"retention.ms": "1000000"})
+        assert (await admin.describe_configs(topic))["retention.ms"].value == "1000000"
+        await admin.create_partitions({topic: 2})
+        [desc] = await admin.describe_topics([topic])
+        assert len(desc.partitions) == 2
+        tp = TopicPartition(topic, 0)
+        assert (await admin.list_offsets({tp: -1}))[tp] == OffsetAndTimestamp(0, -1)
+        assert await admin.delete_records({tp: -1}) == {tp: 0}
+        assert await admin.describe_log_dirs()
+        await admin.delete_topics([topic])
+        assert topic not in await admin.list_topics()

@@ -1,0 +1,116 @@
+"""Connection loss is retried: a producer and a consumer survive a broker restart on the same
+port; a producer whose broker never returns fails its records after delivery_timeout_ms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from client import (
+    Admin,
+    Client,
+    Consumer,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NewTopic,
+    Producer,
+    TopicPartition,
+)
+from tests.broker_process import BrokerProcess
+
+
+@pytest.mark.slow
+def test_producer_and_consumer_survive_a_broker_restart(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory()
+    tp = TopicPartition("restart", 0)
+    with Admin(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic("restart", 1)])
+    with (
+        Producer(broker.bootstrap, acks="all", retry_backoff_ms=20) as producer,
+        Consumer(
+            bootstrap_servers=broker.bootstrap,
+            auto_offset_reset="earliest",
+            retry_backoff_ms=20,
+            consumer_timeout_ms=20_000,
+        ) as consumer,
+    ):
+        consumer.assign([tp])
+        before = [producer.send("restart", b"%d" % i) for i in range(100)]
+        producer.flush()
+        assert [int(r.value) for r in _take(consumer, 100)] == list(range(100))  # type: ignore[arg-type]
+
+        broker.stop()
+        during = [producer.send("restart", b"%d" % i) for i in range(100, 200)]
+        assert consumer.poll(timeout_ms=100) == {}  # fetches fail and back off
+        broker.start()  # same port, same data dir
+
+        producer.flush(timeout=30)
+        offsets = [f.result().offset for f in before + during]
+        assert offsets == list(range(200))
+        assert [int(r.value) for r in _take(consumer, 100)] == list(range(100, 200))  # type: ignore[arg-type]
+
+
+def _take(consumer: Consumer, count: int) -> list:
+    out = []
+    for record in consumer:
+        out.append(record)
+        if len(out) == count:
+            break
+    return out
+
+
+def test_client_call_retries_until_its_timeout(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory()
+    client = Client(broker.bootstrap, request_timeout_ms=400, retry_backoff_ms=20)
+    assert client.metadata().brokers[0].port == broker.port
+    broker.stop()
+    with pytest.raises(KafkaConnectionError):
+        client.metadata()
+    broker.start()
+    assert client.metadata().brokers[0].port == broker.port  # reconnected
+    client.close()
+
+
+def test_undeliverable_records_fail_after_delivery_timeout(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory()
+    producer = Producer(
+        broker.bootstrap,
+        delivery_timeout_ms=600,
+        request_timeout_ms=300,
+        retry_backoff_ms=20,
+        linger_ms=0,
+    )
+    assert producer.partitions_for("gone") == {0}
+    broker.stop()
+    future = producer.send("gone", b"x")
+    with pytest.raises((KafkaConnectionError, KafkaTimeoutError)):
+        future.result(10)
+    producer.close(timeout=5)
+
+
+@pytest.mark.slow
+def test_a_stalled_broker_times_out_requests_which_are_retried(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    import os
+    import signal
+
+    broker = broker_factory()
+    with Producer(broker.bootstrap, request_timeout_ms=500, retry_backoff_ms=20) as producer:
+        assert producer.send("stall", b"before").result(30).offset == 0
+        assert broker.process is not None
+        os.kill(broker.process.pid, signal.SIGSTOP)  # the broker stops answering
+        try:
+            future = producer.send("stall", b"during")
+            with pytest.raises(TimeoutError):
+                future.result(1.0)  # the request times out; the producer keeps retrying
+        finally:
+            os.kill(broker.process.pid, signal.SIGCONT)
+        assert future.result(30).offset >= 1
