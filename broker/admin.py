@@ -139,9 +139,10 @@ class AdminApi:
                     result.topic_id = self.ctx.manager.topics[topic.name].topic_id
                     result.replication_factor = 1
                     self.ctx.log.info("topic created", topic=topic.name, partitions=partitions)
-            except StorageError as exc:
+            except (StorageError, OSError) as exc:  # OSError: out of descriptors or memory
                 result.error_code = error_code_for(exc)
                 result.error_message = str(exc)
+                self.ctx.log.warning("topic creation failed", topic=topic.name, error=str(exc))
             results.append(result)
         return m.CreateTopicsResponse(correlation_id=req.correlation_id, topics=results)
 

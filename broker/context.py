@@ -9,6 +9,7 @@ import anyio.to_thread
 
 from broker.config import BrokerConfig, Listener
 from broker.durability import GroupCommit
+from storage.errors import is_resource_exhaustion
 from storage.log import Log
 from storage.manager import LogManager
 
@@ -55,7 +56,15 @@ class BrokerContext:
             await anyio.to_thread.run_sync(self.manager.checkpoint)
 
     def storage_failed(self, log: Log, error: OSError) -> None:
-        """An I/O error on ``log``: take its log dir offline (as Kafka does), say so."""
+        """An I/O error on ``log``: take its log dir offline (as Kafka does), say so.
+
+        Running out of file descriptors or memory is not a disk failure: the request fails,
+        the dir stays online."""
+        if is_resource_exhaustion(error):
+            self.log.error(
+                "out of resources", topic=log.topic, partition=log.partition, error=str(error)
+            )
+            return
         try:
             log_dir = self.manager.log_dir_of(log.topic, log.partition)
         except KeyError:

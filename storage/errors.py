@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 __all__ = [
@@ -69,3 +70,13 @@ class LogDirOfflineError(StorageError):
         super().__init__(f"log dir {log_dir} is offline: {reason}")
         self.log_dir = log_dir
         self.reason = reason
+
+
+# Errors of the process, not of the disk: out of file descriptors or memory. They fail the
+# operation that hit them but never take a log dir offline (the disk is fine).
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+def is_resource_exhaustion(error: OSError) -> bool:
+    """True for EMFILE / ENFILE / ENOMEM: the broker ran out, the log dir did not fail."""
+    return error.errno in RESOURCE_ERRNOS

@@ -63,6 +63,7 @@ from storage.errors import (
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
+    is_resource_exhaustion,
 )
 from storage.log import Log
 from storage.topics import (
@@ -314,7 +315,27 @@ class LogManager:
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
         self.topics[topic] = TopicMetadata(new_uuid(), configs)
         self._save_topic_configs()
-        return [self._create_partition(topic, p, config) for p in range(partitions)]
+        try:
+            return [self._create_partition(topic, p, config) for p in range(partitions)]
+        except Exception:
+            self._abandon_topic(topic, partitions)  # all partitions or none
+            raise
+
+    def _abandon_topic(self, topic: str, partitions: int) -> None:
+        """Undo a topic creation that failed part-way (best effort: errors are logged).
+
+        Deleting the partitions made so far frees their file descriptors first, so the
+        directory of the one that failed can then be removed too."""
+        try:
+            self.delete_topic(topic)
+        except (StorageError, OSError) as exc:
+            logger.error("could not remove the partly created topic %s: %s", topic, exc)
+            return
+        for log_dir in self.online_dirs:
+            for partition in range(partitions):
+                leftover = log_dir / f"{topic}-{partition}"
+                if leftover.exists():
+                    shutil.rmtree(leftover, ignore_errors=True)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
         """CreatePartitions: grow ``topic`` to ``total_partitions``."""
@@ -340,6 +361,8 @@ class LogManager:
             )
             fsync_directory(log_dir)
         except OSError as exc:
+            if is_resource_exhaustion(exc):  # out of descriptors or memory: the disk is fine
+                raise  # create_topic removes what was made
             self._take_offline(log_dir, str(exc))
             raise LogDirOfflineError(log_dir, str(exc)) from exc
         self.logs[(topic, partition)] = log

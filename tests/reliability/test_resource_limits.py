@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from protocol import messages as m
+from protocol.errors import ErrorCode
 from tests.broker.wire import Wire, batch, fetch_all
 from tests.broker_process import BrokerProcess
 
@@ -108,5 +109,33 @@ def test_a_client_that_never_reads_costs_bounded_memory(tmp_path: Path) -> None:
         assert grown < 64 << 20, f"broker grew by {grown} bytes for a client that never reads"
         assert sent < 5000, "the broker read 500 MB from a client that never read a response"
         greedy.close()
+    finally:
+        assert broker.stop() == 0
+
+
+@pytest.mark.slow
+def test_running_out_of_descriptors_while_creating_a_topic(tmp_path: Path) -> None:
+    """EMFILE is the process's limit, not a failed disk: the creation fails whole (no half
+    topic left behind), the log dir stays online, and a smaller topic fits afterwards."""
+    root = tmp_path / "logs"
+    broker = BrokerProcess([root], rlimits={resource.RLIMIT_NOFILE: (200, 200)}).start()
+    try:
+        with Wire(broker.port) as wire:  # type: ignore[arg-type]
+            wire.create_topic("first")
+            response = wire.call(
+                m.CreateTopicsRequest(
+                    correlation_id=0,
+                    topics=[m.CreatableTopic(name="many", num_partitions=100)],
+                )
+            )
+            result = response.topics[0]
+            assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert "Too many open files" in (result.error_message or "")
+            assert not list(root.glob("many-*")), "a half-created topic was left behind"
+            unknown = wire.metadata(["many"], auto_create=False).topics[0]
+            assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert wire.produce("first", 0, batch(1)).error_code == 0  # the dir is online
+            wire.create_topic("fewer", partitions=5)
+        assert not [e for e in broker.lines if "offline" in e.get("event", "")]
     finally:
         assert broker.stop() == 0
