@@ -34,8 +34,12 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: $(STAMP)
+bench: $(STAMP) $(VENV)/.bench-installed
 	$(PY) -m bench
+
+$(VENV)/.bench-installed: pyproject.toml $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $@
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .hypothesis build *.egg-info
