@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test chaos lint format bench clean
+.PHONY: install run test reliability lint format bench clean
 
 install: $(STAMP)
 
@@ -23,8 +23,9 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 # The long reliability runs (the fast part of each suite is in `make test`).
-chaos: $(STAMP)
+reliability: $(STAMP) $(VENV)/.bench-installed
 	CHAOS_CYCLES=50 $(PY) -m pytest -q tests/reliability
+	$(PY) -m bench --only soak
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .

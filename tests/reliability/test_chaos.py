@@ -16,7 +16,7 @@ acknowledged record of every key is still there (or a later one of the same key)
 
 After the last cycle a clean stop, then ``odradek dump-log --verify-index-only`` over every
 segment: the indexes the recoveries rebuilt agree with the logs. ``make test`` runs
-``CHAOS_CYCLES`` cycles (default 5); ``make chaos`` runs 50.
+``CHAOS_CYCLES`` cycles (default 5); ``make reliability`` runs 50.
 """
 
 from __future__ import annotations
