@@ -46,16 +46,10 @@ from storage.checkpoints import (
     CheckpointError,
     DirLock,
     LockError,
-    MetaProperties,
     consume_clean_shutdown,
-    new_uuid,
-    read_meta_properties,
     read_offset_checkpoint,
-    read_partition_metadata,
     write_clean_shutdown,
-    write_meta_properties,
     write_offset_checkpoint,
-    write_partition_metadata,
 )
 from storage.config import LogConfig
 from storage.errors import (
@@ -66,12 +60,24 @@ from storage.errors import (
     is_resource_exhaustion,
 )
 from storage.log import Log
+from storage.meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    read_meta_properties,
+    write_meta_properties,
+)
+from storage.partition_metadata import (
+    PARTITION_METADATA,
+    read_partition_metadata,
+    write_partition_metadata,
+)
 from storage.topics import (
     DELETE_DIR_SUFFIX,
     delete_dir_name,
     parse_partition_dir,
     validate_topic_name,
 )
+from storage.uuids import new_uuid
 
 __all__ = ["LogManager", "TopicMetadata"]
 
@@ -81,8 +87,6 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
-META_PROPERTIES = "meta.properties"
-PARTITION_METADATA = "partition.metadata"
 TOPIC_CONFIGS = "topic-configs.json"
 
 TopicPartition = tuple[str, int]

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from protocol.records import Record, decode_records, encode_batch, validate_batch
+from storage.checkpoints import CheckpointError
 from storage.config import LogConfig
+from storage.errors import StorageError
 from storage.log import Log
 from storage.segment import FileRegion
 
@@ -102,3 +104,16 @@ def append_all(log: Log, batches: Iterable[bytes], now_ms: int = 0) -> None:
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path / f"{TOPIC}-0"
+
+
+def expect_checkpoint_error(path: Path, line: int | None, read: object) -> CheckpointError:
+    """Read ``path`` with ``read``, expecting a CheckpointError that names it and ``line``."""
+    with pytest.raises(CheckpointError) as info:
+        read(path)  # type: ignore[operator]
+    error = info.value
+    assert isinstance(error, StorageError)
+    assert str(path) in str(error)
+    assert error.line == line
+    if line is not None:
+        assert f"line {line}" in str(error)
+    return error

@@ -1,15 +1,13 @@
-"""storage.checkpoints: Kafka's state files byte for byte, strict readers, the dir lock."""
+"""storage.checkpoints: offset and leader-epoch checkpoints byte for byte, strict readers, the
+clean-shutdown marker and the dir lock."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
 import sys
 import textwrap
-import uuid
-from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -19,48 +17,25 @@ from hypothesis import strategies as st
 from storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOCK_FILE,
-    CheckpointError,
     DirLock,
     LockError,
-    MetaProperties,
     consume_clean_shutdown,
-    new_uuid,
     read_leader_epoch_checkpoint,
-    read_meta_properties,
     read_offset_checkpoint,
-    read_partition_metadata,
-    uuid_bytes,
     write_clean_shutdown,
     write_leader_epoch_checkpoint,
-    write_meta_properties,
     write_offset_checkpoint,
-    write_partition_metadata,
 )
 from storage.errors import InvalidTopicError, StorageError
+from tests.storage.conftest import expect_checkpoint_error
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER_ID = "J8qXRwI-Qyi2G0guFTiuYw"
-DIRECTORY_ID = "Lrwnmu6-Bk6Bi0YHBtjudA"
-TOPIC_ID = "oPbqxUvkSMmsDDmB7Rnxpw"
-NOW = datetime(2024, 1, 4, 17, 31, 46, tzinfo=UTC)
 
 topics = st.from_regex(r"[a-zA-Z0-9._-]{1,249}", fullmatch=True).filter(
     lambda t: t not in (".", "..")
 )
 partitions = st.integers(0, 2**31 - 1)
 offsets = st.integers(0, 2**63 - 1)
-
-
-def _expect_error(path: Path, line: int | None, read: object) -> CheckpointError:
-    with pytest.raises(CheckpointError) as info:
-        read(path)  # type: ignore[operator]
-    error = info.value
-    assert isinstance(error, StorageError)
-    assert str(path) in str(error)
-    assert error.line == line
-    if line is not None:
-        assert f"line {line}" in str(error)
-    return error
 
 
 # -- offset checkpoints ----------------------------------------------------------------------
@@ -136,7 +111,7 @@ GARBAGE_OFFSETS = {
 def test_offset_checkpoint_garbage(tmp_path: Path, data: bytes, line: int) -> None:
     path = tmp_path / "recovery-point-offset-checkpoint"
     path.write_bytes(data)
-    _expect_error(path, line, read_offset_checkpoint)
+    expect_checkpoint_error(path, line, read_offset_checkpoint)
 
 
 def test_offset_checkpoint_writer_rejects_bad_input(tmp_path: Path) -> None:
@@ -204,211 +179,7 @@ def test_leader_epoch_checkpoint_missing(tmp_path: Path) -> None:
 def test_leader_epoch_checkpoint_garbage(tmp_path: Path, data: bytes, line: int) -> None:
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_bytes(data)
-    _expect_error(path, line, read_leader_epoch_checkpoint)
-
-
-# -- meta.properties -------------------------------------------------------------------------
-
-
-def test_meta_properties_exact_bytes(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    meta = MetaProperties(node_id=1, cluster_id=CLUSTER_ID, directory_id=DIRECTORY_ID)
-    write_meta_properties(path, meta, now=NOW)
-    assert path.read_bytes() == (
-        b"#\n"
-        b"#Thu Jan 04 17:31:46 UTC 2024\n"
-        b"cluster.id=J8qXRwI-Qyi2G0guFTiuYw\n"
-        b"directory.id=Lrwnmu6-Bk6Bi0YHBtjudA\n"
-        b"node.id=1\n"
-        b"version=1\n"
-    )
-    assert read_meta_properties(path) == meta
-
-
-def test_meta_properties_date_comment_is_in_utc(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    meta = MetaProperties(node_id=0, cluster_id=CLUSTER_ID, directory_id=DIRECTORY_ID)
-    write_meta_properties(
-        path, meta, now=datetime(2023, 12, 31, 23, 5, 9, tzinfo=timezone(timedelta(hours=-3)))
-    )
-    assert path.read_text().splitlines()[1] == "#Mon Jan 01 02:05:09 UTC 2024"
-    write_meta_properties(path, meta)  # the real clock
-    assert path.read_text().splitlines()[1].startswith("#")
-    assert read_meta_properties(path) == meta
-
-
-def test_meta_properties_reads_java_properties_syntax(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    path.write_text(
-        "#\n"
-        "#Fri Jun 07 06:32:12 UTC 2024\n"
-        "! another comment style\n"
-        "\n"
-        "  version = 1\n"
-        "node.id:3\n"
-        "cluster.id=J8qXRwI\\\n"
-        "    -Qyi2G0guFTiuYw\n"
-        "directory.id  Lrwnmu6-Bk6Bi0YHBtjudA\n"
-        "some.future.key=ignored\n"
-    )
-    assert read_meta_properties(path) == MetaProperties(
-        node_id=3, cluster_id=CLUSTER_ID, directory_id=DIRECTORY_ID
-    )
-
-
-def test_meta_properties_escapes_round_trip(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    odd = " lead=a:b #!\\ tail\tx\u00e9"
-    meta = MetaProperties(node_id=2**31 - 1, cluster_id=odd, directory_id=new_uuid())
-    write_meta_properties(path, meta, now=NOW)
-    assert "cluster.id=\\ lead\\=a\\:b \\#\\!\\\\ tail\\tx\u00e9\n" in path.read_text()
-    assert read_meta_properties(path) == meta
-
-
-def test_meta_properties_missing(tmp_path: Path) -> None:
-    assert read_meta_properties(tmp_path / "meta.properties") is None
-
-
-GOOD_META = [
-    f"cluster.id={CLUSTER_ID}",
-    f"directory.id={DIRECTORY_ID}",
-    "node.id=1",
-    "version=1",
-]
-
-
-@pytest.mark.parametrize(
-    "replace,line,problem",
-    [
-        ({2: None}, None, "'node.id' is missing"),
-        ({3: None}, None, "'version' is missing"),
-        ({0: None}, None, "'cluster.id' is missing"),
-        ({1: None}, None, "'directory.id' is missing"),
-        ({3: None, 2: "broker.id=1"}, None, "'version' is missing"),
-        ({2: "node.id=one"}, 5, "node.id"),
-        ({2: "node.id=-1"}, 5, "node.id"),
-        ({3: "version=0"}, 6, "version"),
-        ({3: "version=2"}, 6, "version"),
-        ({0: "cluster.id="}, 3, "cluster.id"),
-        ({1: "directory.id=not-a-uuid"}, 4, "directory.id"),
-        ({1: "directory.id=Lrwnmu6-Bk6Bi0YHBtjud\\u00"}, 4, "escape"),
-    ],
-)
-def test_meta_properties_garbage(
-    tmp_path: Path, replace: dict[int, str | None], line: int | None, problem: str
-) -> None:
-    lines = [replace.get(i, text) for i, text in enumerate(GOOD_META)]
-    path = tmp_path / "meta.properties"
-    path.write_text("#\n#Thu Jan 04 17:31:46 UTC 2024\n" + "".join(f"{x}\n" for x in lines if x))
-    error = _expect_error(path, line, read_meta_properties)
-    assert problem in str(error)
-
-
-def test_meta_properties_empty_file_is_an_error(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    path.write_bytes(b"")
-    _expect_error(path, None, read_meta_properties)
-
-
-def test_meta_properties_writer_rejects_bad_input(tmp_path: Path) -> None:
-    path = tmp_path / "meta.properties"
-    for bad in (
-        MetaProperties(node_id=-1, cluster_id=CLUSTER_ID, directory_id=DIRECTORY_ID),
-        MetaProperties(node_id=1, cluster_id="", directory_id=DIRECTORY_ID),
-        MetaProperties(node_id=1, cluster_id=CLUSTER_ID, directory_id="nope"),
-        MetaProperties(node_id=1, cluster_id=CLUSTER_ID, directory_id=DIRECTORY_ID, version=0),
-    ):
-        with pytest.raises(ValueError):
-            write_meta_properties(path, bad)
-    assert not path.exists()
-
-
-# -- partition.metadata ----------------------------------------------------------------------
-
-
-def test_partition_metadata_exact_bytes(tmp_path: Path) -> None:
-    path = tmp_path / "partition.metadata"
-    write_partition_metadata(path, TOPIC_ID)
-    # PartitionMetadata.encode(): "version: " + version + "\ntopic_id: " + topicId, no final \n.
-    assert path.read_bytes() == b"version: 0\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw"
-    assert read_partition_metadata(path) == TOPIC_ID
-
-
-def test_partition_metadata_lenient_where_kafka_is(tmp_path: Path) -> None:
-    path = tmp_path / "partition.metadata"
-    path.write_bytes(b"version: 0\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw\n")
-    assert read_partition_metadata(path) == TOPIC_ID
-    path.write_bytes(b"version: 1\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw==\nfuture: field\n")
-    assert read_partition_metadata(path) == TOPIC_ID
-
-
-def test_partition_metadata_missing(tmp_path: Path) -> None:
-    assert read_partition_metadata(tmp_path / "partition.metadata") is None
-
-
-@pytest.mark.parametrize(
-    "data,line",
-    [
-        (b"", 1),
-        (b"version: 0\n", 2),
-        (b"version: 0", 2),
-        (b"version:0\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw", 1),
-        (b"version: x\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw", 1),
-        (b"version: -1\ntopic_id: oPbqxUvkSMmsDDmB7Rnxpw", 1),
-        (b"topic_id: oPbqxUvkSMmsDDmB7Rnxpw\nversion: 0", 1),
-        (b"version: 0\ntopicid: oPbqxUvkSMmsDDmB7Rnxpw", 2),
-        (b"version: 0\ntopic_id: oPbqxUvkSMmsDDmB7Rnx", 2),
-        (b"version: 0\ntopic_id: oPbqxUvkSMmsDDmB7Rnxp+", 2),
-        (b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", 2),
-    ],
-)
-def test_partition_metadata_garbage(tmp_path: Path, data: bytes, line: int) -> None:
-    path = tmp_path / "partition.metadata"
-    path.write_bytes(data)
-    _expect_error(path, line, read_partition_metadata)
-
-
-def test_partition_metadata_writer_rejects_bad_ids(tmp_path: Path) -> None:
-    path = tmp_path / "partition.metadata"
-    for bad in ("AAAAAAAAAAAAAAAAAAAAAA", "short", "oPbqxUvkSMmsDDmB7Rnxp/"):
-        with pytest.raises(ValueError):
-            write_partition_metadata(path, bad)
-    assert not path.exists()
-
-
-# -- uuids -----------------------------------------------------------------------------------
-
-
-def test_uuid_bytes_matches_kafka() -> None:
-    assert uuid_bytes("AAAAAAAAAAAAAAAAAAAAAA") == bytes(16)  # Uuid.ZERO_UUID
-    assert uuid_bytes("AAAAAAAAAAAAAAAAAAAAAQ") == bytes(15) + b"\x01"  # Uuid.METADATA_TOPIC_ID
-    assert uuid_bytes("AAAAAAAAAAAAAAAAAAAAAQ==") == bytes(15) + b"\x01"
-    for bad in ("", "AAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAA/"):
-        with pytest.raises(ValueError):
-            uuid_bytes(bad)
-
-
-def test_new_uuid_is_a_kafka_random_uuid() -> None:
-    seen = set()
-    for _ in range(500):
-        text = new_uuid()
-        assert len(text) == 22
-        assert not text.startswith("-")
-        raw = base64.urlsafe_b64decode(text + "==")
-        assert base64.urlsafe_b64encode(raw).rstrip(b"=").decode() == text
-        assert uuid.UUID(bytes=raw).version == 4  # java.util.UUID.randomUUID
-        seen.add(text)
-    assert len(seen) == 500
-
-
-def test_new_uuid_skips_reserved_and_dash_leading(monkeypatch: pytest.MonkeyPatch) -> None:
-    dash = uuid.UUID(bytes=b"\xf8" + bytes(15))
-    good = uuid.UUID(bytes=b"\x10" + bytes(15))
-    queue = [uuid.UUID(int=0), uuid.UUID(int=1), dash, good]
-    monkeypatch.setattr(uuid, "uuid4", lambda: queue.pop(0))
-    assert base64.urlsafe_b64encode(dash.bytes).startswith(b"-")
-    assert new_uuid() == base64.urlsafe_b64encode(good.bytes).rstrip(b"=").decode()
-    assert queue == []
+    expect_checkpoint_error(path, line, read_leader_epoch_checkpoint)
 
 
 # -- clean shutdown marker -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoints import read_meta_properties, read_offset_checkpoint
+from storage.checkpoints import read_offset_checkpoint
 from storage.config import LogConfig
 from storage.errors import (
     InvalidConfigError,
@@ -23,6 +23,7 @@ from storage.errors import (
     UnknownTopicOrPartitionError,
 )
 from storage.manager import LogManager
+from storage.meta_properties import read_meta_properties
 from tests.storage.conftest import all_records, batch, segment_files
 
 
