@@ -3,7 +3,7 @@
 ``perf produce`` sends ``--num-records`` records of ``--record-size`` random bytes (a pool of
 distinct payloads, reused) through the public :class:`client.Producer`, optionally throttled
 to ``--throughput`` records/s, and reports throughput and send-to-acknowledgement latency.
-Latency is sampled: one record in ``ceil(N / 200,000)`` carries a completion callback (a
+Latency is sampled: one record in ``ceil(N / 20,000)`` carries a completion callback (a
 callback on every record would measure the callbacks). ``perf consume`` iterates a
 :class:`client.Consumer` over the topic from the log start of every partition and reports
 records/s and MB/s (of values and keys).
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from cli.common import add_bootstrap, positive_int, run_reported
 
-_LATENCY_SAMPLES = 200_000
+_LATENCY_SAMPLES = 20_000
 _PAYLOAD_POOL = 64
 
 

@@ -39,8 +39,8 @@ from client.accumulator import (
     Accumulator,
     Batch,
     FailedFuture,
-    RecordFuture,
     headers_size,
+    record_future,
 )
 from client.connection import BlockingConnection
 from client.core import backoff_ms
@@ -117,6 +117,9 @@ class Producer:
         self._metadata_at_s = _monotonic()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
+        # guards the accumulator's batches and byte count; taken alone by send() (per record)
+        # and after _lock by the other threads (lock order: _lock, then _append_lock)
+        self._append_lock = threading.Lock()
         self._acc = Accumulator(
             batch_size=cfg.batch_size,
             linger_s=cfg.linger_ms / 1000,
@@ -172,17 +175,20 @@ class Producer:
         if size > self._max_record_bytes:
             return FailedFuture(for_code(10, f"record of ~{size} bytes exceeds max_request_size"))
         acc = self._acc
-        with self._lock:
+        if acc.buffered_bytes >= self._buffer_memory:
+            with self._lock:
+                self._wait_for_memory()
+        with self._append_lock:
             if self._closing:
                 raise KafkaError("producer is closed")
-            if acc.buffered_bytes >= self._buffer_memory:
-                self._wait_for_memory()
             batch = acc.open.get((topic, partition))  # a plain tuple finds a TopicPartition
             if batch is None or batch.size_bytes + size > self._batch_size:
                 if batch is not None:
                     acc.close(batch)
                 batch = acc.new_batch(TopicPartition(topic, partition), _monotonic())
-                self._wake.notify()  # its linger deadline may be the sender's next wake-up
+                fresh = True
+            else:
+                fresh = False
             index = len(batch.values)
             batch.keys.append(key)
             batch.values.append(value)
@@ -191,7 +197,10 @@ class Producer:
                 batch.headers[index] = list(headers)
             batch.size_bytes += size
             acc.buffered_bytes += size
-        return RecordFuture(batch, index)
+        if fresh:  # its linger deadline may be the sender's next wake-up
+            with self._lock:
+                self._wake.notify()
+        return record_future(batch, index)
 
     def _wait_for_memory(self) -> None:
         deadline = _monotonic() + self.config.max_block_ms / 1000
@@ -251,14 +260,17 @@ class Producer:
                         batches = []
                         break
                     draining = self._flushing > 0 or self._closing
-                    acc.close_expired(now, force=draining)
-                    if len(self._in_flight) < cfg.max_in_flight:
-                        batches = acc.take_ready(now, cfg.max_request_size)
-                        if batches:
-                            break
-                    if self._closing and not acc.unfinished() and not self._in_flight:
+                    with self._append_lock:
+                        acc.close_expired(now, force=draining)
+                        batches = []
+                        if len(self._in_flight) < cfg.max_in_flight:
+                            batches = acc.take_ready(now, cfg.max_request_size)
+                        finished = self._closing and not acc.unfinished()
+                        wakeup = acc.next_wakeup_s(now)
+                    if batches:
+                        break
+                    if finished and not self._in_flight:
                         return
-                    wakeup = acc.next_wakeup_s(now)
                     if self._in_flight:
                         wakeup = min(wakeup or 0.05, 0.05)  # watch request timeouts
                     self._wake.wait(wakeup)
@@ -324,7 +336,7 @@ class Producer:
             else:
                 batch.complete(error=outcome)
                 freed += batch.size_bytes
-        with self._lock:
+        with self._lock, self._append_lock:
             self._acc.buffered_bytes -= freed
             if retry:
                 self._acc.requeue(retry)
@@ -360,7 +372,7 @@ class Producer:
         """Send every record queued so far and wait until each is acknowledged or failed.
         Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
         done = threading.Event()
-        with self._lock:
+        with self._lock, self._append_lock:
             pending = [
                 *self._acc.unfinished(),
                 *(b for _, bs in self._in_flight.values() for b in bs),
@@ -379,13 +391,13 @@ class Producer:
         undelivered after the timeout fail with :class:`KafkaTimeoutError`."""
         if self._closed:
             return
-        with self._lock:
+        with self._lock, self._append_lock:
             self._closing = True
             self._wake.notify_all()
         self._sender.join(timeout)
         self._closed = True
         if self._sender.is_alive():
-            with self._lock:
+            with self._lock, self._append_lock:
                 stranded = [
                     *self._acc.unfinished(),
                     *(b for _, bs in self._in_flight.values() for b in bs),

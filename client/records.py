@@ -24,6 +24,7 @@ from typing import Any
 from crc32c import crc32c
 
 from client.errors import for_code
+from client.record_runs import FAST_MIN_RECORDS, Columns, fast_run
 from client.types import ConsumerRecord
 from protocol import compression as _compression
 from protocol.legacy import decode_legacy_records, validate_legacy_entry
@@ -159,19 +160,68 @@ def _decode(
     partition: int,
     min_offset: int,
 ) -> list[ConsumerRecord]:
-    """Decode ``count`` records into columns (one ``list.append`` per field, varints of one
-    and two bytes inline), then build the ConsumerRecords with C-level ``map``/``zip``."""
-    offset_deltas: list[int] = []
-    ts_deltas: list[int] = []
-    keys: list[bytes | None] = []
-    values: list[bytes | None] = []
-    headers_at: dict[int, list[tuple[str, bytes | None]]] = {}
+    """Decode ``count`` records into columns, then build the ConsumerRecords with C-level
+    ``map``/``zip``. Runs of records sharing one layout are decoded a run at a time
+    (:func:`client.record_runs.fast_run`); the rest goes through the record-at-a-time loop."""
+    cols = Columns(base_ts)
+    pos = index = 0
+    if count >= FAST_MIN_RECORDS:
+        view = memoryview(body)
+        while index < count:
+            run = fast_run(body, view, pos, index, count, cols)
+            if run is None:
+                break
+            pos, index = run
+    if index < count:
+        pos = _decode_loop(body, pos, index, count, cols)
+    if pos != len(body):  # also catches a last field that overran the body (slices clip)
+        raise CorruptRecordError(f"{len(body) - pos} bytes left after {count} records")
+    headers: Any = repeat(_NO_HEADERS)
+    if cols.headers_at:
+        headers = [cols.headers_at.get(i, _NO_HEADERS) for i in range(count)]
+    timestamps: Any = repeat(log_append_ts) if log_append_ts is not None else cols.timestamps
+    offsets: Any = (
+        range(base_offset, base_offset + count)
+        if cols.sequential
+        else map(add, repeat(base_offset), cols.offset_deltas)
+    )
+    records = list(
+        map(
+            _new,
+            repeat(ConsumerRecord),
+            zip(
+                repeat(topic),
+                repeat(partition),
+                offsets,
+                timestamps,
+                repeat(ts_type),
+                cols.keys if cols.keys is not None else repeat(None),
+                cols.values,
+                headers,
+            ),
+        )
+    )
+    if records and records[0].offset < min_offset:
+        records = [r for r in records if r.offset >= min_offset]
+    return records
+
+
+def _decode_loop(body: bytes, pos: int, first: int, count: int, cols: Columns) -> int:
+    """Records ``first`` .. ``count - 1`` from ``pos``, one at a time (any layout: varints of
+    one and two bytes inline, headers); returns the position after the last one."""
+    if cols.sequential:
+        cols.offset_deltas = list(range(first))
+        cols.sequential = False
+    if cols.keys is None:
+        cols.keys = [None] * first
+    offset_deltas = cols.offset_deltas
+    base_ts = cols.base_ts
+    headers_at = cols.headers_at
     add_offset = offset_deltas.append
-    add_ts = ts_deltas.append
-    add_key = keys.append
-    add_value = values.append
-    pos = 0
-    for index in range(count):
+    add_ts = cols.timestamps.append
+    add_key = cols.keys.append
+    add_value = cols.values.append
+    for index in range(first, count):
         # the record length is skipped (fields are self-delimiting); then the attributes byte
         if body[pos] < 128:
             pos += 2
@@ -182,11 +232,11 @@ def _decode(
             pos += 1
         b = body[pos]
         if b < 128:
-            add_ts((b >> 1) ^ -(b & 1))
+            add_ts(base_ts + ((b >> 1) ^ -(b & 1)))
             pos += 1
         else:
             n, pos = decode_varint(body, pos)
-            add_ts(n)
+            add_ts(base_ts + n)
         b = body[pos]
         if b < 128:
             add_offset(b >> 1)
@@ -232,33 +282,7 @@ def _decode(
             pos += 1
         else:
             headers_at[index], pos = _headers(body, pos)
-    if pos != len(body):  # also catches a last field that overran the body (slices clip)
-        raise CorruptRecordError(f"{len(body) - pos} bytes left after {count} records")
-    headers: Any = repeat(_NO_HEADERS)
-    if headers_at:
-        headers = [headers_at.get(i, _NO_HEADERS) for i in range(count)]
-    timestamps: Any = (
-        repeat(log_append_ts) if log_append_ts is not None else map(add, repeat(base_ts), ts_deltas)
-    )
-    records = list(
-        map(
-            _new,
-            repeat(ConsumerRecord),
-            zip(
-                repeat(topic),
-                repeat(partition),
-                map(add, repeat(base_offset), offset_deltas),
-                timestamps,
-                repeat(ts_type),
-                keys,
-                values,
-                headers,
-            ),
-        )
-    )
-    if records and records[0].offset < min_offset:
-        records = [r for r in records if r.offset >= min_offset]
-    return records
+    return pos
 
 
 def _headers(body: bytes, pos: int) -> tuple[list[tuple[str, bytes | None]], int]:
