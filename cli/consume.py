@@ -47,6 +47,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--print-partition", action="store_true")
     parser.add_argument("--print-offset", action="store_true")
     parser.add_argument("--print-timestamp", action="store_true")
+    parser.add_argument(
+        "--group",
+        help="consume as a member of this consumer group (commits as it goes and on exit; "
+        "--from-beginning then applies only where the group has no committed offset)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -57,6 +62,13 @@ def run(args: argparse.Namespace) -> int:
     if args.offset not in (None, "earliest", "latest") and not args.offset.isdigit():
         print(f"odradek consume: bad --offset {args.offset!r}", file=sys.stderr)
         return 2
+    if args.group is not None:
+        if args.partition is not None:
+            print("odradek consume: --group cannot be used with --partition", file=sys.stderr)
+            return 2
+        from cli.groups import consume_group
+
+        return run_reported("consume", lambda: consume_group(args, sys.stdout.buffer))
     return run_reported("consume", lambda: consume(args, sys.stdout.buffer))
 
 

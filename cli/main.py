@@ -17,6 +17,7 @@ SUBCOMMANDS: list[str] = [
     "cli.topics",
     "cli.produce",
     "cli.consume",
+    "cli.groups",
     "cli.perf",
     "cli.dump_log",
 ]

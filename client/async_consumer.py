@@ -24,8 +24,8 @@ from client.async_client import AsyncClient
 from client.core import backoff_ms
 from client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from client.fetcher import Fetcher
-from client.group import GroupMember, OffsetAndMetadata, consumed_offsets, fetch_lag
-from client.group_driver import AsyncGroup
+from client.group import GroupMember, OffsetAndMetadata
+from client.group_driver import AsyncGroup, LagMixin, consumed_offsets
 from client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["AsyncConsumer"]
@@ -37,7 +37,7 @@ def _offsets(
     return {tp: hit.offset for tp, hit in found.items() if hit is not None}
 
 
-class AsyncConsumer:
+class AsyncConsumer(LagMixin):
     def __init__(
         self,
         *topics: str,
@@ -126,14 +126,6 @@ class AsyncConsumer:
         group = self._grouped()
         found = (await group.run(group.member.committed_op([tp]))).get(TopicPartition(*tp))
         return None if found is None else found.offset
-
-    def highwater(self, tp: TopicPartition) -> int | None:
-        """The high watermark of ``tp`` seen by the last fetch (``None`` before one)."""
-        return self._fetcher.high_watermarks.get(TopicPartition(*tp))
-
-    def lag(self) -> dict[TopicPartition, int]:
-        """Records left to read per assigned partition (high watermark - position)."""
-        return fetch_lag(self._fetcher)
 
     def _grouped(self) -> AsyncGroup:
         if self._group is None:

@@ -21,8 +21,8 @@ from client import ops
 from client.core import backoff_ms
 from client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from client.fetcher import Fetcher
-from client.group import GroupMember, OffsetAndMetadata, consumed_offsets, fetch_lag
-from client.group_driver import BlockingGroup
+from client.group import GroupMember, OffsetAndMetadata
+from client.group_driver import BlockingGroup, LagMixin, consumed_offsets
 from client.sync_client import Client
 from client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 
@@ -31,7 +31,7 @@ __all__ = ["Consumer"]
 _monotonic = time.monotonic
 
 
-class Consumer:
+class Consumer(LagMixin):
     def __init__(
         self,
         *topics: str,
@@ -122,14 +122,6 @@ class Consumer:
         """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
         found = self._run(self._member().committed_op([tp])).get(TopicPartition(*tp))
         return None if found is None else found.offset
-
-    def highwater(self, tp: TopicPartition) -> int | None:
-        """The high watermark of ``tp`` seen by the last fetch (``None`` before one)."""
-        return self._fetcher.high_watermarks.get(TopicPartition(*tp))
-
-    def lag(self) -> dict[TopicPartition, int]:
-        """Records left to read per assigned partition (high watermark - position)."""
-        return fetch_lag(self._fetcher)
 
     def _member(self) -> GroupMember:
         if self._group is None:

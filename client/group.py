@@ -50,7 +50,7 @@ from client.group_ops import (
     sync_op,
 )
 from client.ops import Op, metadata_op
-from client.types import ConsumerRecord, TopicPartition
+from client.types import TopicPartition
 from protocol.errors import ErrorCode
 
 __all__ = [
@@ -58,8 +58,6 @@ __all__ = [
     "Notify",
     "OffsetAndMetadata",
     "Sleep",
-    "consumed_offsets",
-    "fetch_lag",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,29 +78,6 @@ class Sleep(NamedTuple):
 class Notify(NamedTuple):
     callback: Callback
     partitions: set[TopicPartition]
-
-
-def consumed_offsets(
-    positions: Mapping[TopicPartition, int | None], unyielded: Iterable[ConsumerRecord] = ()
-) -> dict[TopicPartition, int]:
-    """What to commit: each partition's position, moved back to the first record that was
-    drained from the fetcher but not yet handed to the application (iteration buffers)."""
-    out = {tp: pos for tp, pos in positions.items() if pos is not None}
-    for record in unyielded:
-        tp = TopicPartition(record.topic, record.partition)
-        if tp in out and record.offset < out[tp]:
-            out[tp] = record.offset
-    return out
-
-
-def fetch_lag(fetcher: Fetcher) -> dict[TopicPartition, int]:
-    """Records left to read per assigned partition: last seen high watermark - position."""
-    out = {}
-    for tp, position in fetcher.positions.items():
-        high = fetcher.high_watermarks.get(tp)
-        if position is not None and high is not None:
-            out[tp] = max(0, high - position)
-    return out
 
 
 def _listener_callbacks(listener: Any) -> tuple[Callback | None, Callback | None]:
@@ -251,6 +226,7 @@ class GroupMember:
             yield from self._revoke_op(set(self.assignment), consumed)
         failures = 0
         self.joining = True
+        done = False
         try:
             while True:
                 self.rejoin_needed = False  # a heartbeat may set it again meanwhile
@@ -266,8 +242,11 @@ class GroupMember:
                     failures += 1
                     if delay_s:
                         yield Sleep(delay_s)
+            done = True
         finally:
             self.joining = False
+            if not done:  # abandoned (cancelled, interrupted, fatal): join again next time
+                self.rejoin_needed = True
         revoked = self.assignment - new
         if revoked:  # cooperative: only what moved away
             yield from self._revoke_op(revoked, consumed)
@@ -349,7 +328,7 @@ class GroupMember:
         except KafkaError as exc:  # the connection: try again at the next interval
             log.warning("group %s: heartbeat failed: %s", self.group_id, exc)
             return
-        if not code or (generation, member_id) != (self.generation, self.member_id):
+        if not code or self.joining or (generation, member_id) != (self.generation, self.member_id):
             return
         log.info("group %s: heartbeat answered %s: rejoin", self.group_id, ErrorCode(code).name)
         if code == ErrorCode.UNKNOWN_MEMBER_ID:
@@ -377,7 +356,7 @@ class GroupMember:
                 )
                 break
             except KafkaError as exc:
-                if exc.code in _REJOIN_CODES and self.subscribed:
+                if exc.code in _REJOIN_CODES and self.subscribed and not self.joining:
                     self.rejoin_needed = True
                     self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
                 if not exc.retriable or self.clock() >= deadline:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -27,15 +27,49 @@ import anyio
 
 from client.async_client import AsyncClient
 from client.errors import KafkaError, KafkaTimeoutError
+from client.fetcher import Fetcher
 from client.group import GroupMember, Notify, Sleep
 from client.ops import Call, Op
 from client.sync_client import Client
-from client.types import TopicPartition
+from client.types import ConsumerRecord, TopicPartition
 from protocol import messages as m
 
-__all__ = ["AsyncGroup", "BlockingGroup"]
+__all__ = ["AsyncGroup", "BlockingGroup", "LagMixin", "consumed_offsets"]
 
 Consumed = Callable[[], dict[TopicPartition, int]]
+
+
+def consumed_offsets(
+    positions: Mapping[TopicPartition, int | None], unyielded: Iterable[ConsumerRecord] = ()
+) -> dict[TopicPartition, int]:
+    """What to commit: each partition's position, moved back to the first record that was
+    drained from the fetcher but not yet handed to the application (iteration buffers)."""
+    out = {tp: pos for tp, pos in positions.items() if pos is not None}
+    for record in unyielded:
+        tp = TopicPartition(record.topic, record.partition)
+        if tp in out and record.offset < out[tp]:
+            out[tp] = record.offset
+    return out
+
+
+class LagMixin:
+    """``highwater`` and ``lag`` of both consumer faces (which own ``self._fetcher``)."""
+
+    _fetcher: Fetcher
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` seen by the last fetch (``None`` before one)."""
+        return self._fetcher.high_watermarks.get(TopicPartition(*tp))
+
+    def lag(self) -> dict[TopicPartition, int]:
+        """Records left to read per assigned partition (last high watermark - position)."""
+        fetcher = self._fetcher
+        out = {}
+        for tp, position in fetcher.positions.items():
+            high = fetcher.high_watermarks.get(tp)
+            if position is not None and high is not None:
+                out[tp] = max(0, high - position)
+        return out
 
 
 def _join_timeout_s(member: GroupMember, request_timeout_ms: int) -> float:
