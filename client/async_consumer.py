@@ -254,7 +254,7 @@ class AsyncConsumer(LagMixin):
                 retry = fetcher.on_fetch(offsets, fetched)
             except KafkaError as exc:
                 if not exc.retriable:
-                    fetcher.errors.append(exc)
+                    fetcher.report(exc)
                 retry = True
             self._notify_data()
             if retry:

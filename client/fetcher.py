@@ -95,11 +95,13 @@ class Fetcher:
             raise ValueError(f"offset must be >= 0, not {offset}")
         self._drop(tp)
         self.positions[tp] = offset
+        self.errors.clear()  # raised for the old position: the application moved on
 
     def request_reset(self, tp: TopicPartition, policy: str) -> None:
         tp = self._check(tp)
         self._drop(tp)
         self.resets[tp] = policy
+        self.errors.clear()
 
     def reset_requests(self) -> dict[TopicPartition, int]:
         """ListOffsets timestamps for every pending reset."""
@@ -180,6 +182,12 @@ class Fetcher:
         if self.errors:
             error = self.errors.pop(0)
             raise error
+
+    def report(self, error: KafkaError) -> None:
+        """Queue ``error`` for the next poll, once: a background loop that keeps failing the
+        same way (no position, out of range with reset "none") must not pile up copies."""
+        if not any(type(e) is type(error) and str(e) == str(error) for e in self.errors):
+            self.errors.append(error)
 
     def unread(self, records: list[ConsumerRecord]) -> None:
         """Put records handed out by :meth:`drain` back (in order, ahead of what is pending)

@@ -122,3 +122,26 @@ async def test_async_admin_configs_and_records(bootstrap: str, topic: str) -> No
         assert await admin.describe_log_dirs()
         await admin.delete_topics([topic])
         assert topic not in await admin.list_topics()
+
+
+async def test_a_failing_fetch_loop_reports_its_error_once_and_seek_clears_it(
+    bootstrap: str, topic: str
+) -> None:
+    """With auto_offset_reset="none" and no position, the background fetch loop fails every
+    backoff cycle; the error must be queued once, and a seek makes it obsolete."""
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 1)])
+    async with AsyncProducer(bootstrap) as producer:
+        for i in range(3):
+            await producer.send_and_wait(topic, b"%d" % i, partition=0)
+    tp = TopicPartition(topic, 0)
+    async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="none") as consumer:
+        consumer.assign([tp])
+        with anyio.fail_after(10):
+            while not consumer._fetcher.errors:  # the loop has failed at least once
+                await anyio.sleep(0.01)
+        await anyio.sleep(0.5)  # several more backoff cycles
+        assert len(consumer._fetcher.errors) == 1
+        consumer.seek(tp, 0)
+        got = await consumer.getmany(timeout_ms=5000)
+        assert [r.value for r in got[tp]] == [b"0", b"1", b"2"]
