@@ -1,0 +1,248 @@
+"""Spark batch read and write through the ``odradek`` data source, against Parquet.
+
+One broker process and one local Spark session (``local[2]``, shuffle partitions 2, UI off,
+workers on this interpreter: the session of the Spark tests, DESIGN §12):
+
+1. Fill: ``partitions`` topics of one partition each (``spark-read-<i>``) with ``read_records``
+   100-byte random values in all, as pre-built 16 KiB batches over the native protocol
+   (:func:`bench.fetch.fill_partition`). The read subscribes to all of them, so Spark plans one
+   task per topic-partition and reads in parallel.
+2. Warm-up (untimed): every operation below once on ``warmup_records`` rows, so Python worker
+   start-up (~10 s for the first query of a session) and JIT land outside the figures.
+3. The read baseline's file (untimed): the topics read through ``odradek`` and written to
+   Parquet, so both reads see the same rows and columns.
+4. Interleaved, ``repeats`` rounds, each timing one Spark action:
+
+   * ``odradek batch read``: ``spark.read.format("odradek")`` of the topics, then
+     ``count(*), sum(length(value))`` (every value is materialised); checked against the fill.
+   * ``Parquet read`` (baseline): the same query on the Parquet copy.
+   * ``odradek batch write``: ``write_records`` generated rows (``value`` = 100 random
+     alphanumeric bytes, ``randstr``; ``write_partitions`` Spark tasks) with
+     ``df.write.format("odradek").mode("append")`` into a new topic of ``partitions``
+     partitions, ``acks`` as given; checked by the topic's end offsets, then deleted.
+   * ``Parquet write`` (baseline): the same DataFrame written to a new Parquet directory
+     (snappy, Spark's default), then deleted.
+
+Rows/s = rows / seconds of the action; medians of the repeats; ratio = odradek / Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import Figure, Figures, Stopwatch, interleaved, median
+from bench.fetch import Params as FetchParams
+from bench.fetch import fill_partition
+from bench.storage import Params as StorageParams
+from bench.storage import build_batches
+from protocol import messages as m
+from tests.broker.wire import Wire
+from tests.broker_process import BrokerProcess
+
+__all__ = ["TITLE", "Params", "run"]
+
+TITLE = "Spark batch read and write through format('odradek') against Parquet (rows/s)"
+VALUE_BYTES = 100  # the fill's values (bench.storage's default) and the written ones
+_NO_PROGRESS_BARS = "--conf spark.ui.showConsoleProgress=false pyspark-shell"
+_LATEST = -1  # ListOffsets timestamp for the log end offset
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Params:
+    read_records: int = 10_000_000
+    write_records: int = 10_000_000
+    partitions: int = 4  # topic-partitions read (and of each written topic)
+    write_partitions: int = 4  # Spark tasks of the written DataFrame
+    acks: str = "1"
+    repeats: int = 3
+    warmup_records: int = 200_000
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(read_records=1_000_000, write_records=1_000_000, warmup_records=100_000)
+
+
+def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
+    from pyspark.sql import functions as F
+
+    from tests.pyspark_odradek import spark_support
+
+    broker = BrokerProcess([scratch / "logs"]).start()
+    try:
+        say(f"filling {params.partitions} topics with {params.read_records:,} records")
+        read_topics, records = _fill(broker, params)
+        say("starting Spark (local[2])")
+        # No console progress bars (read when the JVM starts) between the runner's lines.
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", _NO_PROGRESS_BARS)
+        spark = spark_support._spark()
+        try:
+            bench = _SparkBench(spark, F, broker, scratch, params)
+            say(f"warm-up: every operation on {params.warmup_records:,} rows")
+            bench.warm_up()
+            say(f"copying the {records:,} records read to Parquet (the read baseline)")
+            read_pq = bench.copy_to_parquet(read_topics, records)
+            say(f"{params.repeats} interleaved rounds")
+            samples = interleaved(
+                {
+                    "odradek read": lambda: bench.read_odradek(read_topics, records),
+                    "parquet read": lambda: bench.read_parquet(read_pq, records),
+                    "odradek write": lambda: bench.write_odradek(params.write_records),
+                    "parquet write": lambda: bench.write_parquet(params.write_records),
+                },
+                params.repeats,
+            )
+        finally:
+            spark_support._shared.pop("spark").stop()
+    finally:
+        broker.stop()
+    return _figures(params, records, samples)
+
+
+def _fill(broker: BrokerProcess, params: Params) -> tuple[list[str], int]:
+    """Fill ``partitions`` one-partition topics; returns their names and the record count."""
+    batches, per_batch = build_batches(StorageParams(value_bytes=VALUE_BYTES))
+    batches_per_topic = -(-params.read_records // (per_batch * params.partitions))
+    fill = FetchParams(data_bytes=batches_per_topic * len(batches[0]))
+    topics = [f"spark-read-{i}" for i in range(params.partitions)]
+    records = sum(fill_partition(broker.port, topic, fill) for topic in topics)  # type: ignore[arg-type]
+    return topics, records
+
+
+def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> list[Figure]:
+    """Rows/s per repeat, medians; each odradek figure against its Parquet baseline."""
+    figures = Figures()
+    notes = {
+        "read": f"{records:,} x {VALUE_BYTES} B from {params.partitions} topic-partitions, "
+        "count + sum(length(value))",
+        "write": f"{params.write_records:,} x {VALUE_BYTES} B in {params.write_partitions} "
+        f"tasks to {params.partitions} partitions, acks={params.acks}",
+    }
+    rows = {"read": records, "write": params.write_records}
+    for what in ("read", "write"):
+        base = [rows[what] / s for s in samples[f"parquet {what}"]]
+        mine = [rows[what] / s for s in samples[f"odradek {what}"]]
+        baseline = f"Parquet {what}, same rows"
+        figures.add(baseline, median(base), "rows/s", samples=base, is_baseline=True)
+        figures.add(
+            f"odradek batch {what}",
+            median(mine),
+            "rows/s",
+            baseline=baseline,
+            samples=mine,
+            note=notes[what],
+        )
+    return figures.items
+
+
+@dataclass
+class _SparkBench:
+    """The timed Spark actions; each returns its seconds and checks what it did."""
+
+    spark: Any
+    F: Any  # pyspark.sql.functions
+    broker: BrokerProcess
+    scratch: Path
+    params: Params
+    _written: int = 0  # topics / directories written so far (unique names)
+    _last_topic: str = ""
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _odradek_df(self, topics: list[str]) -> Any:
+        return (
+            self.spark.read.format("odradek")
+            .option("bootstrap.servers", self.broker.bootstrap)
+            .option("subscribe", ",".join(topics))
+            .load()
+        )
+
+    def _count_and_sum(self, df: Any, rows: int) -> float:
+        F = self.F
+        with Stopwatch() as watch:
+            count, total = df.select(F.count("*"), F.sum(F.length("value"))).collect()[0]
+        if (count, total) != (rows, rows * VALUE_BYTES):
+            raise RuntimeError(f"read {count} rows, {total} value bytes; expected {rows}")
+        return watch.seconds
+
+    def read_odradek(self, topics: list[str], rows: int) -> float:
+        return self._count_and_sum(self._odradek_df(topics), rows)
+
+    def read_parquet(self, path: Path, rows: int) -> float:
+        return self._count_and_sum(self.spark.read.parquet(str(path)), rows)
+
+    def copy_to_parquet(self, topics: list[str], rows: int) -> Path:
+        path = self.scratch / "read.parquet"
+        self._odradek_df(topics).write.parquet(str(path))
+        self.read_parquet(path, rows)  # checks the copy
+        return path
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _generated(self, rows: int) -> Any:
+        F = self.F
+        value = F.randstr(F.lit(VALUE_BYTES), F.lit(7)).cast("binary").alias("value")
+        return self.spark.range(0, rows, 1, self.params.write_partitions).select(value)
+
+    def _next_name(self, prefix: str) -> str:
+        self._written += 1
+        return f"{prefix}-{self._written}"
+
+    def write_odradek(self, rows: int, *, keep: bool = False) -> float:
+        """Seconds to write ``rows`` generated rows into a new topic (deleted unless ``keep``)."""
+        topic = self._last_topic = self._next_name("spark-write")
+        partitions = self.params.partitions
+        with Wire(self.broker.port) as wire:  # type: ignore[arg-type]
+            wire.create_topic(topic, partitions=partitions)
+            writer = (
+                self._generated(rows)
+                .write.format("odradek")
+                .option("bootstrap.servers", self.broker.bootstrap)
+                .option("topic", topic)
+                .option("acks", self.params.acks)
+                .mode("append")
+            )
+            with Stopwatch() as watch:
+                writer.save()
+            written = sum(wire.list_offset(topic, p, _LATEST).offset for p in range(partitions))
+            if written != rows:
+                raise RuntimeError(f"{topic} holds {written} records; expected {rows}")
+            if not keep:
+                _delete_topic(wire, topic)
+        return watch.seconds
+
+    def write_parquet(self, rows: int, *, path: Path | None = None) -> float:
+        """Seconds to write ``rows`` generated rows to a new Parquet directory (deleted unless
+        ``path`` is given)."""
+        keep = path is not None
+        path = path or self.scratch / f"{self._next_name('write')}.parquet"
+        writer = self._generated(rows).write.mode("error")
+        with Stopwatch() as watch:
+            writer.parquet(str(path))
+        if not any(path.glob("*.parquet")):
+            raise RuntimeError(f"no Parquet file in {path}")
+        if not keep:
+            shutil.rmtree(path)
+        return watch.seconds
+
+    def warm_up(self) -> None:
+        """Each operation once on ``warmup_records`` rows (written data is read back)."""
+        rows = self.params.warmup_records
+        self.write_odradek(rows, keep=True)
+        self.read_odradek([self._last_topic], rows)
+        path = self.scratch / "warm-up.parquet"
+        self.write_parquet(rows, path=path)
+        self.read_parquet(path, rows)
+        shutil.rmtree(path)
+
+
+def _delete_topic(wire: Wire, topic: str) -> None:
+    response = wire.call(m.DeleteTopicsRequest(correlation_id=0, topic_names=[topic]))
+    if response.topics[0].error_code:
+        raise RuntimeError(f"deleting {topic}: error {response.topics[0].error_code}")
