@@ -31,7 +31,7 @@ from bench.common import (
 )
 
 # The registry: add a module here (bench/<name>.py) and `python -m bench` runs it.
-BENCHMARKS = ["storage", "fetch", "cleaner", "e2e", "peers", "soak", "spark", "groups"]
+BENCHMARKS = ["storage", "fetch", "cleaner", "e2e", "peers", "soak", "spark", "groups", "startup"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 

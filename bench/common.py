@@ -319,3 +319,20 @@ def markdown_table(result: BenchResult) -> str:
         value = _format_value(figure.value)
         lines.append(f"| {figure.name} | {value} | {figure.unit} | {ratio} | {detail} |")
     return "\n".join(lines)
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of process ``pid`` (Linux ``/proc/<pid>/status``, VmRSS)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def open_fds(pid: int) -> int:
+    """Open file descriptors of process ``pid`` (Linux ``/proc/<pid>/fd``)."""
+    return len(os.listdir(f"/proc/{pid}/fd"))

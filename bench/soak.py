@@ -21,7 +21,6 @@ descriptor count. The run is bounded (``duration_s``) and never leaves loopback.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import Figure, Figures, percentile
+from bench.common import Figure, Figures, open_fds, percentile, rss_bytes
 from tests.broker.wire import Wire, batch
 from tests.broker_process import REPO, BrokerProcess
 
@@ -142,23 +141,11 @@ def _probe(port: int, pid: int, params: Params) -> list[tuple[float, int, int, l
             if result.error_code:
                 raise RuntimeError(f"probe produce failed: {result}")
             if now >= next_sample:
-                samples.append((now - started, _rss_bytes(pid), _open_fds(pid), window))
+                samples.append((now - started, rss_bytes(pid), open_fds(pid), window))
                 window = []
                 next_sample += params.sample_s
             time.sleep(params.probe_interval_s)
     return samples
-
-
-def _rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return -1
-
-
-def _open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def _figures(
@@ -188,10 +175,10 @@ def _figures(
                     max(percentile(s[3], p) for s in samples), "ms", baseline=base)  # fmt: skip
     deleted = len(broker.events("log segments deleted"))
     cleaned = len(broker.events("log cleaned"))
-    joins = len([e for e in broker.lines if "rebalance" in e.get("event", "")])
+    generations = len(broker.events("group generation formed"))
     figures.add("retention deletions", deleted, "events", note="log segments deleted")
     figures.add("cleaner passes", cleaned, "events", note="log cleaned")
-    figures.add("group rebalances logged", joins, "events")
+    figures.add("group generations formed", generations, "events", note="group churn")
     return figures.items
 
 

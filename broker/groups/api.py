@@ -146,6 +146,14 @@ class GroupApi:
                 item.group_id, [(encode_group_key(GroupKey(item.group_id)), value)]
             )
             self.coordinator.stored(item.group_id, item.generation, self.now_ms(), code)
+            if item.value is not None and code == ErrorCode.NONE:  # Kafka's "Stabilized group"
+                self.ctx.log.info(
+                    "group generation formed",
+                    group=item.group_id,
+                    generation=item.generation,
+                    members=len(item.value.members),
+                    protocol=item.value.protocol,
+                )
 
         async with anyio.create_task_group() as tg:
             for item in batch:
