@@ -31,7 +31,18 @@ from bench.common import (
 )
 
 # The registry: add a module here (bench/<name>.py) and `python -m bench` runs it.
-BENCHMARKS = ["storage", "fetch", "cleaner", "e2e", "peers", "soak", "spark", "groups", "startup"]
+BENCHMARKS = [
+    "storage",
+    "fetch",
+    "cleaner",
+    "e2e",
+    "peers",
+    "soak",
+    "spark",
+    "groups",
+    "startup",
+    "growth",
+]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 

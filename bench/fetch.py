@@ -37,7 +37,7 @@ from protocol.records import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
-__all__ = ["TITLE", "Params", "fill_partition", "read_partition", "run"]
+__all__ = ["TITLE", "Params", "fill_partition", "produce_batches", "read_partition", "run"]
 
 TITLE = "fetch serving (os.sendfile) against plain loopback sendfile"
 TOPIC = "fetch-bench"
@@ -98,19 +98,27 @@ def fill_partition(port: int, topic: str, params: Params) -> int:
     """Create ``topic`` (one partition) and fill it with ``data_bytes`` of 100-byte records in
     16 KiB batches, ``produce_pipeline`` requests in flight; returns the record count."""
     batches, per_batch = build_batches(StorageParams())
+    count = max(1, params.data_bytes // len(batches[0]))
     with Wire(port) as wire:
         wire.create_topic(topic, partitions=1)
-        count = max(1, params.data_bytes // len(batches[0]))
-        in_flight = 0
-        for i in range(count):
-            wire.send(*wire.produce_request([(topic, 0, batches[i % len(batches)])], acks=1))
-            in_flight += 1
-            if in_flight >= params.produce_pipeline:
-                _expect_produced(wire.recv()[0])
-                in_flight -= 1
-        for _ in range(in_flight):
-            _expect_produced(wire.recv()[0])
+        produce_batches(wire, topic, batches, count, params.produce_pipeline)
     return count * per_batch
+
+
+def produce_batches(
+    wire: Wire, topic: str, batches: list[bytes], count: int, pipeline: int
+) -> None:
+    """Send ``count`` acks=1 Produce requests of one batch each (cycling through ``batches``)
+    to partition 0, ``pipeline`` in flight; every response must be a success."""
+    in_flight = 0
+    for i in range(count):
+        wire.send(*wire.produce_request([(topic, 0, batches[i % len(batches)])], acks=1))
+        in_flight += 1
+        if in_flight >= pipeline:
+            _expect_produced(wire.recv()[0])
+            in_flight -= 1
+    for _ in range(in_flight):
+        _expect_produced(wire.recv()[0])
 
 
 def _expect_produced(response: m.ProduceResponse) -> None:
