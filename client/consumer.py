@@ -13,8 +13,9 @@ auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from itertools import chain
 from typing import Any
 
 from client import ops
@@ -77,8 +78,10 @@ class Consumer(LagMixin):
         self._in_flight: tuple[dict[TopicPartition, int], Future[Any]] | None = None
         self._not_before_s = 0.0  # fetch backoff after a retriable error
         self._failures = 0
-        self._iter_records: list[ConsumerRecord] = []  # handed to __next__, not yet yielded
-        self._iter_index = 0
+        # records drained for iteration and the iterator handing them out (its length hint is
+        # the number not yet yielded)
+        self._iter_records: list[ConsumerRecord] = []
+        self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._closed = False
         self._group: BlockingGroup | None = None
         if group_id is not None:  # group options: see client.group.GroupMember
@@ -134,7 +137,11 @@ class Consumer(LagMixin):
         return self._group.run(op)
 
     def _consumed(self) -> dict[TopicPartition, int]:
-        return consumed_offsets(self._fetcher.positions, self._iter_records[self._iter_index :])
+        return consumed_offsets(self._fetcher.positions, self._iter_records[self._iter_index() :])
+
+    def _iter_index(self) -> int:
+        """How many of ``_iter_records`` were yielded."""
+        return len(self._iter_records) - self._iter_it.__length_hint__()  # type: ignore[attr-defined]
 
     # -- assignment and positions --------------------------------------------------------------
 
@@ -278,40 +285,58 @@ class Consumer(LagMixin):
         self._not_before_s = _monotonic() + delay_ms / 1000
 
     # -- iteration -----------------------------------------------------------------------------
-    def __iter__(self) -> Consumer:
-        return self
+    # Iterating hands out the records of one drain at a time through a plain list iterator, so
+    # a ``for`` loop over the consumer runs no Python code per record: ``__iter__`` chains the
+    # list iterators (``itertools.chain``, in C) and Python runs once per drained chunk.
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return chain.from_iterable(self._iter_chunks())
+
+    def _iter_chunks(self) -> Iterator[Iterator[ConsumerRecord]]:
+        while True:
+            yield self._iter_it  # what is left of the current chunk (possibly nothing)
+            if not self._next_chunk():
+                return
 
     def __next__(self) -> ConsumerRecord:
-        index = self._iter_index
-        records = self._iter_records
-        if index < len(records):
-            self._iter_index = index + 1
-            return records[index]
-        return self._next_batch()
+        for record in self._iter_it:
+            return record
+        if not self._next_chunk():
+            raise StopIteration
+        return next(self._iter_it)
 
-    def _next_batch(self) -> ConsumerRecord:
+    def _next_chunk(self) -> bool:
+        """Drain the next records for iteration (``False``: ``consumer_timeout_ms`` passed).
+        ``max_poll_records`` at a time: few enough that the records alive at once rarely
+        trigger a garbage-collector pass (its generation 0 holds 700 objects)."""
         timeout_ms = self.consumer_timeout_ms
         deadline = None if timeout_ms is None else _monotonic() + timeout_ms / 1000
+        budget = self.max_poll_records
         while True:
             wait_ms = 1000 if deadline is None else (deadline - _monotonic()) * 1000
-            batch = self._poll(max(0.0, wait_ms), self.max_poll_records)
+            batch = self._poll(max(0.0, wait_ms), budget)
             if batch:
                 break
             if deadline is not None and _monotonic() >= deadline:
-                raise StopIteration
-        records = self._iter_records = [r for rs in batch.values() for r in rs]
-        self._iter_index = 1
-        return records[0]
+                return False
+        if len(batch) == 1:
+            [records] = batch.values()
+        else:
+            records = list(chain.from_iterable(batch.values()))
+        self._iter_records = records
+        self._iter_it = iter(records)
+        return True
 
     def _rewind(self) -> None:
         """Give the records drained for iteration but not yet yielded back to the fetcher,
         so positions (and the next poll) start at the first record not yielded."""
-        index = self._iter_index
         records = self._iter_records
+        index = self._iter_index()
         if index < len(records):
             self._fetcher.unread(records[index:])
+        # exhaust the iterator in place: a running ``for`` loop holds it (see __iter__)
+        self._iter_it.__setstate__(len(records))  # type: ignore[attr-defined]
         self._iter_records = []
-        self._iter_index = 0
+        self._iter_it = iter(self._iter_records)
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
-from client.records import BatchCursor
+from client.records import BatchCursor, DecodedRecords
 from client.types import ConsumerRecord, FetchedPartition, OffsetAndTimestamp, TopicPartition
 from protocol import messages as m
 
@@ -57,7 +57,8 @@ class Fetcher:
         self.resets: dict[TopicPartition, str] = {}
         self.buffers: dict[TopicPartition, BatchCursor] = {}
         self.next_buffers: dict[TopicPartition, BatchCursor] = {}  # prefetched, after buffers
-        self.pending_records: dict[TopicPartition, list[ConsumerRecord]] = {}
+        # decoded, not handed out yet: a batch's columns, or records given back by unread()
+        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
         self.errors: list[KafkaError] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
 
@@ -198,7 +199,7 @@ class Fetcher:
         for tp, taken in by_tp.items():
             if tp not in self.positions:
                 continue
-            self.pending_records[tp] = taken + self.pending_records.get(tp, [])
+            self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
             self.positions[tp] = taken[0].offset
 
     def has_data(self) -> bool:
@@ -222,8 +223,12 @@ class Fetcher:
         while budget > 0:
             pending = self.pending_records.get(tp)
             if pending:
-                chunk = pending[:budget]
-                rest = pending[budget:]
+                if type(pending) is list:  # records given back by unread()
+                    chunk = pending[:budget]
+                    rest: list[ConsumerRecord] | DecodedRecords = pending[budget:]
+                else:  # a decoded batch: its records are built as they are taken
+                    chunk = pending.take(budget)
+                    rest = pending
                 if rest:
                     self.pending_records[tp] = rest
                 else:
@@ -237,7 +242,7 @@ class Fetcher:
             if cursor is None:
                 break
             try:
-                records = cursor.next_records()
+                records = cursor.next_batch()
             except KafkaError as exc:
                 del self.buffers[tp]
                 if taken:

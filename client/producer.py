@@ -1,7 +1,10 @@
 """The blocking producer: thread-safe ``send()``, batching per partition, a sender thread.
 
 ``send()`` (any thread) picks the partition, appends the record to the partition's open batch
-under one lock and returns a :class:`~client.accumulator.RecordFuture`. The sender thread
+and returns a :class:`~client.accumulator.RecordFuture`. A null-key record without headers or
+timestamp for the default (sticky) partitioner takes no lock: it is appended to the topic's
+*tail* batch, owned for the moment of the append by popping it from a dict (see
+:mod:`client.accumulator`); other records take a narrow append lock. The sender thread
 closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
 sends one Produce request at a time holding at most one batch per partition, with up to
 ``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
@@ -39,6 +42,7 @@ from client.accumulator import (
     Accumulator,
     Batch,
     FailedFuture,
+    RecordFuture,
     headers_size,
     record_future,
 )
@@ -59,6 +63,8 @@ __all__ = ["Producer"]
 
 _time_ns = time.time_ns
 _monotonic = time.monotonic
+_new_object = object.__new__
+_TAIL_RETRY_S = 0.0002
 
 
 class Producer:
@@ -127,6 +133,7 @@ class Producer:
             on_batch_closed=self._on_batch_closed,
         )
         self._acc.compression = cfg.compression
+        self._tails = self._acc.tails
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0
@@ -147,6 +154,45 @@ class Producer:
         headers: list[tuple[str, bytes | None]] | None = None,
     ) -> Future[Any]:
         """Queue one record; returns a Future of its :class:`RecordMetadata`."""
+        if (
+            key is None
+            and partition is None
+            and timestamp_ms is None
+            and headers is None
+            and type(value) is bytes
+        ):  # the hot path: append to the topic's tail batch, lock-free (see client.accumulator)
+            tails = self._tails
+            batch = tails.pop(topic, None)  # now ours alone
+            if batch is not None:
+                size = len(value) + RECORD_OVERHEAD_BYTES
+                if (
+                    batch.size_bytes + size <= self._batch_size
+                    and self._acc.buffered_bytes < self._buffer_memory
+                    and not self._closing
+                ):
+                    values = batch.values
+                    values.append(value)
+                    batch.keys.append(None)
+                    batch.timestamps.append(_time_ns() // 1_000_000)
+                    batch.size_bytes += size
+                    batch.unaccounted_bytes += size
+                    future = _new_object(RecordFuture)
+                    future._batch = batch
+                    future._index = len(values) - 1  # before the batch is given back
+                    tails[topic] = batch
+                    return future
+                tails[topic] = batch  # full, or memory or close to wait for: the locked path
+        return self._send(topic, value, key, partition, timestamp_ms, headers)
+
+    def _send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> Future[Any]:
         if type(value) is not bytes and value is not None:
             value = _to_bytes(value, "value")
         if type(key) is not bytes and key is not None:
@@ -157,8 +203,10 @@ class Producer:
                 count = self._wait_for_topic(topic)
             except KafkaError as exc:
                 return FailedFuture(exc)
+        sticky = False
         if partition is None:
             if key is None and self._sticky is not None:
+                sticky = True
                 partition = self._sticky.get(topic)
                 if partition is None:
                     partition = self._partitioner.partition(topic, None, count)
@@ -175,32 +223,64 @@ class Producer:
         if size > self._max_record_bytes:
             return FailedFuture(for_code(10, f"record of ~{size} bytes exceeds max_request_size"))
         acc = self._acc
-        if acc.buffered_bytes >= self._buffer_memory:
-            with self._lock:
-                self._wait_for_memory()
-        with self._append_lock:
-            if self._closing:
-                raise KafkaError("producer is closed")
-            batch = acc.open.get((topic, partition))  # a plain tuple finds a TopicPartition
-            if batch is None or batch.size_bytes + size > self._batch_size:
-                if batch is not None:
-                    acc.close(batch)
-                batch = acc.new_batch(TopicPartition(topic, partition), _monotonic())
-                fresh = True
-            else:
-                fresh = False
-            index = len(batch.values)
-            batch.keys.append(key)
-            batch.values.append(value)
-            batch.timestamps.append(timestamp_ms)
-            if headers:
-                batch.headers[index] = list(headers)
-            batch.size_bytes += size
-            acc.buffered_bytes += size
+        while True:
+            if acc.buffered_bytes >= self._buffer_memory:
+                with self._lock:
+                    self._wait_for_memory()
+            with self._append_lock:
+                if self._closing:
+                    raise KafkaError("producer is closed")
+                appended = self._append_locked(
+                    topic, partition, sticky, key, value, timestamp_ms, headers, size
+                )
+            if appended is not None:
+                break
+            time.sleep(0)  # another thread holds the tail for a moment: let it finish
+        batch, index, fresh = appended
         if fresh:  # its linger deadline may be the sender's next wake-up
             with self._lock:
                 self._wake.notify()
         return record_future(batch, index)
+
+    def _append_locked(
+        self,
+        topic: str,
+        partition: int,
+        sticky: bool,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes | None]] | None,
+        size: int,
+    ) -> tuple[Batch, int, bool] | None:
+        """Append under ``_append_lock``: ``(batch, index, fresh)``, or ``None`` when the
+        partition's open batch is a tail held by another thread (retry)."""
+        acc = self._acc
+        batch = acc.open.get((topic, partition))  # a plain tuple finds a TopicPartition
+        owned = batch is not None and batch.is_tail
+        if owned and not acc.own_tail(batch):  # type: ignore[union-attr]
+            return None
+        fresh = False
+        if batch is None or batch.size_bytes + size > self._batch_size:
+            if batch is not None:
+                acc.close(batch)
+            batch = acc.new_batch(TopicPartition(topic, partition), _monotonic())
+            fresh = True
+            # a null-key record for the sticky partition: publish the batch as the tail
+            owned = sticky and not headers and value is not None and topic not in acc.tail_of
+            if owned:
+                acc.make_tail(batch)
+        index = len(batch.values)
+        batch.keys.append(key)
+        batch.values.append(value)
+        batch.timestamps.append(timestamp_ms)
+        if headers:
+            batch.headers[index] = list(headers)
+        batch.size_bytes += size
+        acc.buffered_bytes += size
+        if owned:
+            acc.tails[topic] = batch
+        return batch, index, fresh
 
     def _wait_for_memory(self) -> None:
         deadline = _monotonic() + self.config.max_block_ms / 1000
@@ -261,12 +341,14 @@ class Producer:
                         break
                     draining = self._flushing > 0 or self._closing
                     with self._append_lock:
-                        acc.close_expired(now, force=draining)
+                        closed_all = acc.close_expired(now, force=draining)
                         batches = []
                         if len(self._in_flight) < cfg.max_in_flight:
                             batches = acc.take_ready(now, cfg.max_request_size)
                         finished = self._closing and not acc.unfinished()
                         wakeup = acc.next_wakeup_s(now)
+                    if not closed_all:  # a due tail was being appended to: block briefly
+                        wakeup = _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
                     if batches:
                         break
                     if finished and not self._in_flight:
@@ -403,6 +485,8 @@ class Producer:
                     *(b for _, bs in self._in_flight.values() for b in bs),
                 ]
                 self._acc.open.clear()
+                self._acc.tails.clear()
+                self._acc.tail_of.clear()
                 self._acc.ready.clear()
                 self._in_flight.clear()
                 self._wake.notify_all()

@@ -7,6 +7,10 @@ Input: the raw bytes of one partition in a Fetch response: log entries back to b
 magic byte at offset 16. The bytes may end in a partial entry (the broker cuts at
 ``partition_max_bytes``); :class:`BatchCursor` stops before it and reports where it stopped.
 
+A v2 batch is decoded into columns at once but its :class:`ConsumerRecord` tuples are built
+only as they are taken (:class:`DecodedRecords`, a chunk at a time), so few records are alive
+at once (each is a GC-tracked tuple; see :class:`DecodedRecords`).
+
 Rules: each v2 batch's CRC-32C is checked (Kafka's ``check.crcs``); control batches are
 skipped (they still advance the position); records below the consumer's position are skipped
 (a batch may start before it, e.g. a compressed batch or a fetch from the middle of one); the
@@ -16,10 +20,10 @@ position after a batch is its last offset + 1 even if its tail records were comp
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import repeat
 from operator import add
-from typing import Any
 
 from crc32c import crc32c
 
@@ -31,7 +35,7 @@ from protocol.legacy import decode_legacy_records, validate_legacy_entry
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
 from protocol.varint import VarintError, decode_varint
 
-__all__ = ["BatchCursor"]
+__all__ = ["BatchCursor", "DecodedRecords"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qi")
@@ -70,6 +74,12 @@ class BatchCursor:
         """Records of the next whole batch at or after ``position`` (possibly empty: a control
         batch or one wholly below the position); ``None`` when no whole batch is left.
         Raises :class:`~client.errors.CorruptRecordError` for a corrupt batch."""
+        batch = self.next_batch()
+        return None if batch is None else list(batch)
+
+    def next_batch(self) -> DecodedRecords | list[ConsumerRecord] | None:
+        """Like :meth:`next_records`, but a v2 batch's records stay columns
+        (:class:`DecodedRecords`) until taken."""
         data = self.data
         pos = self.pos
         if len(data) - pos < LOG_OVERHEAD + 5:
@@ -102,7 +112,7 @@ class BatchCursor:
         self.position = max(position, info.offset + 1)
         return out
 
-    def _v2(self, data: memoryview, pos: int, size: int) -> list[ConsumerRecord]:
+    def _v2(self, data: memoryview, pos: int, size: int) -> DecodedRecords | list[ConsumerRecord]:
         (
             base_offset,
             _length,
@@ -159,9 +169,9 @@ def _decode(
     topic: str,
     partition: int,
     min_offset: int,
-) -> list[ConsumerRecord]:
-    """Decode ``count`` records into columns, then build the ConsumerRecords with C-level
-    ``map``/``zip``. Runs of records sharing one layout are decoded a run at a time
+) -> DecodedRecords:
+    """Decode ``count`` records into columns (the ConsumerRecords are built as they are taken:
+    :class:`DecodedRecords`). Runs of records sharing one layout are decoded a run at a time
     (:func:`client.record_runs.fast_run`); the rest goes through the record-at-a-time loop."""
     cols = Columns(base_ts)
     pos = index = 0
@@ -176,34 +186,101 @@ def _decode(
         pos = _decode_loop(body, pos, index, count, cols)
     if pos != len(body):  # also catches a last field that overran the body (slices clip)
         raise CorruptRecordError(f"{len(body) - pos} bytes left after {count} records")
-    headers: Any = repeat(_NO_HEADERS)
+    headers: list[list[tuple[str, bytes | None]]] | None = None
     if cols.headers_at:
         headers = [cols.headers_at.get(i, _NO_HEADERS) for i in range(count)]
-    timestamps: Any = repeat(log_append_ts) if log_append_ts is not None else cols.timestamps
-    offsets: Any = (
+    offsets: range | list[int] = (
         range(base_offset, base_offset + count)
         if cols.sequential
-        else map(add, repeat(base_offset), cols.offset_deltas)
+        else list(map(add, repeat(base_offset), cols.offset_deltas))
     )
-    records = list(
-        map(
-            _new,
-            repeat(ConsumerRecord),
-            zip(
-                repeat(topic),
-                repeat(partition),
-                offsets,
-                timestamps,
-                repeat(ts_type),
-                cols.keys if cols.keys is not None else repeat(None),
-                cols.values,
-                headers,
-            ),
+    start = 0
+    if count and offsets[0] < min_offset:
+        start = bisect_left(offsets, min_offset)
+    return DecodedRecords(
+        topic,
+        partition,
+        ts_type,
+        offsets,
+        log_append_ts if log_append_ts is not None else cols.timestamps,
+        cols.keys,
+        cols.values,
+        headers,
+        start,
+    )
+
+
+class DecodedRecords:
+    """The records of one decoded batch, kept as columns; :meth:`take` builds the
+    ConsumerRecords a chunk at a time (C-level ``map``/``zip``), so only the records being
+    handed out exist as objects: few survive a garbage-collector pass (each ConsumerRecord is
+    a GC-tracked tuple; a whole batch of them alive at once made the collector a third of
+    the consumer's time). ``timestamps`` is an int when every record has the batch's
+    LogAppendTime; ``keys`` ``None`` when every key is null; ``headers`` ``None`` when no
+    record has any."""
+
+    __slots__ = (
+        "headers",
+        "keys",
+        "offsets",
+        "partition",
+        "start",
+        "timestamps",
+        "topic",
+        "ts_type",
+        "values",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        ts_type: int,
+        offsets: range | list[int],
+        timestamps: int | list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[list[tuple[str, bytes | None]]] | None,
+        start: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.ts_type = ts_type
+        self.offsets = offsets
+        self.timestamps = timestamps
+        self.keys = keys
+        self.values = values
+        self.headers = headers
+        self.start = start  # records before it were taken (or are below the position)
+
+    def __len__(self) -> int:
+        return len(self.values) - self.start
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return iter(self.take(len(self)))
+
+    def take(self, n: int) -> list[ConsumerRecord]:
+        """The next ``n`` records (fewer if fewer are left), as ConsumerRecords."""
+        i = self.start
+        j = min(i + n, len(self.values))
+        self.start = j
+        ts = self.timestamps
+        return list(
+            map(
+                _new,
+                repeat(ConsumerRecord),
+                zip(
+                    repeat(self.topic),
+                    repeat(self.partition),
+                    self.offsets[i:j],
+                    repeat(ts) if type(ts) is int else ts[i:j],  # type: ignore[index]
+                    repeat(self.ts_type),
+                    repeat(None) if self.keys is None else self.keys[i:j],
+                    self.values[i:j],
+                    repeat(_NO_HEADERS) if self.headers is None else self.headers[i:j],
+                ),
+            )
         )
-    )
-    if records and records[0].offset < min_offset:
-        records = [r for r in records if r.offset >= min_offset]
-    return records
 
 
 def _decode_loop(body: bytes, pos: int, first: int, count: int, cols: Columns) -> int:
@@ -313,5 +390,5 @@ def iter_records(
 ) -> Iterator[ConsumerRecord]:
     """Every record of the whole batches in ``data`` at or after ``position``."""
     cursor = BatchCursor(topic, partition, data, position)
-    while (records := cursor.next_records()) is not None:
+    while (records := cursor.next_batch()) is not None:
         yield from records
