@@ -27,6 +27,7 @@ import signal
 import socket
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -112,7 +113,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class PeerServer:
+class PeerServer(ABC):
     """A server process on ``127.0.0.1:port`` with its own data directory; a context manager."""
 
     name = "server"
@@ -124,12 +125,13 @@ class PeerServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._log_path = self.data_dir / f"{self.name}.log"
 
-    # subclasses: the command for a port, and the readiness probe
+    @abstractmethod
     def command(self, port: int) -> list[str]:
-        raise NotImplementedError
+        """The command line that serves on ``port``."""
 
+    @abstractmethod
     def answers(self) -> bool:
-        raise NotImplementedError
+        """True once the server answers its protocol on ``self.port``."""
 
     def start(self) -> PeerServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)

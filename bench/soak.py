@@ -8,8 +8,7 @@ and everything running at once, each client in its own process:
 - a keyed producer on ``table`` (cleanup.policy compact; a small key space, so the cleaner
   always has work), with tombstones;
 - a consumer following ``events`` from its end (it falls behind retention and resets);
-- group churn: consumers of one group join, read for a while and leave, one after another
-  (skipped, with a note, if the client has no group support);
+- group churn: consumers of one group join, read for a while and leave, one after another;
 - a probe in this process: one acks=1 produce round trip every 50 ms on ``probe``.
 
 Every ``sample_s`` the broker's RSS (``/proc/<pid>/status``), open descriptors
@@ -216,15 +215,9 @@ def _group_churn(bootstrap: str, params: Params) -> None:
     from client import Consumer
 
     while True:
-        try:
-            consumer = Consumer(
-                "events",
-                bootstrap_servers=bootstrap,
-                group_id="soak-group",
-                auto_offset_reset="latest",
-            )
-        except (NotImplementedError, TypeError, ValueError):
-            return  # no group support in this client version: no churn
+        consumer = Consumer(
+            "events", bootstrap_servers=bootstrap, group_id="soak-group", auto_offset_reset="latest"
+        )
         deadline = time.monotonic() + params.churn_every_s
         with consumer:
             while time.monotonic() < deadline:
