@@ -1,5 +1,10 @@
 # odradek broker image: docker build -t odradek . && docker run -p 9092:9092 odradek
 FROM python:3.11-slim AS build
+# a C compiler for the client's optional C helpers (client/native.py); only this stage has it
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN pip install --no-cache-dir --prefix=/install .

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(wildcard client/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -17,10 +17,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/odradek serve --config config/server.properties
 
+# The second pytest run puts the client on its pure-Python paths (client/native.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/pyspark_odradek/test_decode.py
 
 # The long reliability runs (the fast part of each suite is in `make test`).
 reliability: $(STAMP) $(VENV)/.bench-installed

@@ -3,11 +3,11 @@
 Shared by :class:`client.producer.Producer` (a sender thread) and
 :class:`client.async_producer.AsyncProducer` (a sender task); no I/O here.
 
-Per record, :meth:`Accumulator.append` does a few list appends into the partition's open
-:class:`Batch` (keys, values, timestamps; headers in a side dict) and returns the record's
-index; nothing is encoded until the batch is drained. A batch is *closed* when its estimated
-size reaches ``batch_size`` or when it is drained (linger expired, flush, close). Closing the
-batch of a topic's sticky partition moves the sticky partition (KIP-480).
+A batch's records live in a :data:`client.record_buffer.RecordBuffer` (C or pure Python),
+which encodes them; :func:`encode_batch` puts the 61-byte batch header in front, compressing
+the records first if asked. A batch is *closed* when its estimated size reaches
+``batch_size`` or when it is drained (linger expired, flush, close). Closing the batch of a
+topic's sticky partition moves the sticky partition (KIP-480).
 
 Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 ``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
@@ -23,14 +23,10 @@ pops it, appends a record without any lock and puts it back; every other writer 
 a locked append) must own it the same way, and waits (or skips it) while another thread holds
 it — so a tail is never read while being appended to. ``tail_of`` (guarded by the caller's
 lock) names each topic's live tail, so a tail held by a sender is told apart from no tail.
-Bytes appended lock-free are counted in the batch (``unaccounted_bytes``) and join
-``buffered_bytes`` when the batch closes; the ``buffer_memory`` bound is thus exceeded by at
-most one open batch per topic.
-
-Encoding (:func:`encode_batch`): one RecordBatch v2 per batch, records laid out with
-precomputed varint tables and joined once, CRC-32C over the header tail and body. The
-commonest batch — null keys, values of one size, timestamps within 64 ms — takes four columns
-of per-size tables (:func:`_encode_uniform`, about twice as fast as the general columns).
+Bytes appended lock-free join ``buffered_bytes`` when the batch closes (``accounted_bytes``
+says how many of a batch's bytes already have), and the lock-free path does not wait for
+memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
+exceeded by at most one open batch per topic.
 """
 
 from __future__ import annotations
@@ -39,72 +35,53 @@ import logging
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
-from itertools import repeat
-from operator import add, sub
 from typing import Any
 
 from crc32c import crc32c
 
+from client.record_buffer import RecordBuffer
 from client.types import RecordMetadata, TopicPartition
 from protocol import compression as _compression
 from protocol.records import Compression
-from protocol.varint import encode_varint
 
-__all__ = ["Accumulator", "Batch", "RecordFuture", "encode_batch", "record_future"]
+__all__ = [
+    "BATCH_HEADER_BYTES",
+    "Accumulator",
+    "Batch",
+    "RecordFuture",
+    "encode_batch",
+    "record_future",
+]
 
-_TABLE = [encode_varint(n) for n in range(1 << 15)]
-_TABLE_LIMIT = len(_TABLE)
-_NULL = encode_varint(-1)
-_ZERO = b"\x00"
-_NO_HEADERS = encode_varint(0)
 _PREFIX = struct.Struct(">qiibI")
 _TAIL = struct.Struct(">hiqqqhii")
 BATCH_HEADER_BYTES = 61
-# Upper bound of a record's bytes besides key, value and headers: length (5), attributes (1),
-# timestamp delta (10), offset delta (5), key and value lengths (5 + 5), header count (5) —
-# so an estimated batch is never smaller than its encoding (batches never overshoot limits).
-RECORD_OVERHEAD_BYTES = 36
-
-
-def headers_size(headers: Sequence[tuple[str, bytes | None]]) -> int:
-    """Upper bound of the encoded size of a record's headers (besides the count)."""
-    return sum(len(k) * 4 + (len(v) if v is not None else 0) + 10 for k, v in headers)
-
-
 _LOCK = threading.Lock()  # guards batch completion vs. callback registration
 
 
 class Batch:
     __slots__ = (
         "_callbacks",
+        "accounted_bytes",
         "attempts",
         "base_offset",
         "created_s",
         "data",
         "deadline_s",
         "error",
-        "headers",
         "is_done",
         "is_tail",
-        "keys",
         "log_append_time_ms",
+        "records",
         "retry_at_s",
-        "size_bytes",
-        "timestamps",
         "tp",
-        "unaccounted_bytes",
-        "values",
     )
 
     def __init__(self, tp: TopicPartition, created_s: float, deadline_s: float) -> None:
         self.tp = tp
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.timestamps: list[int] = []
-        self.headers: dict[int, list[tuple[str, bytes | None]]] = {}
-        self.size_bytes = 0
+        self.records = RecordBuffer()
         self.created_s = created_s
         self.deadline_s = deadline_s
         self.retry_at_s = 0.0
@@ -116,10 +93,15 @@ class Batch:
         self.error: BaseException | None = None
         self._callbacks: list[Callable[[Batch], Any]] = []
         self.is_tail = False  # published in Accumulator.tails (see the module docstring)
-        self.unaccounted_bytes = 0  # appended lock-free, not yet in buffered_bytes
+        self.accounted_bytes = 0  # how much of size_bytes is counted in buffered_bytes
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.records)
+
+    @property
+    def size_bytes(self) -> int:
+        """The records' estimated size (see :mod:`client.record_buffer`)."""
+        return self.records.size_bytes
 
     def add_done_callback(self, fn: Callable[[Batch], Any]) -> None:
         """Call ``fn(batch)`` once the batch completes (at once if it has)."""
@@ -147,15 +129,14 @@ class Batch:
             fn(self)
 
     def metadata(self, index: int) -> RecordMetadata:
-        key = self.keys[index]
-        value = self.values[index]
+        key_size, value_size = self.records.sizes(index)
         return RecordMetadata(
             self.tp.topic,
             self.tp.partition,
             self.base_offset + index if self.base_offset >= 0 else -1,
             self.log_append_time_ms,
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
+            key_size,
+            value_size,
         )
 
 
@@ -298,6 +279,24 @@ class Accumulator:
         batch = self.open[tp] = Batch(tp, now_s, now_s + self.delivery_timeout_s)
         return batch
 
+    def append(
+        self,
+        batch: Batch,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> int:
+        """Add a record to an open ``batch`` the caller owns, counted in ``buffered_bytes``
+        at once; returns its index in the batch."""
+        records = batch.records
+        before = records.size_bytes
+        index = records.append(value, key, timestamp_ms, headers)
+        added = records.size_bytes - before
+        batch.accounted_bytes += added
+        self.buffered_bytes += added
+        return index
+
     def make_tail(self, batch: Batch) -> None:
         """Mark the (owned, open) ``batch`` as its topic's tail; the caller publishes it in
         :attr:`tails` when done with it. Only when the topic has no live tail."""
@@ -323,8 +322,8 @@ class Accumulator:
                 batch.is_tail = False
                 if self.tail_of.get(batch.tp.topic) is batch:
                     del self.tail_of[batch.tp.topic]
-            self.buffered_bytes += batch.unaccounted_bytes
-            batch.unaccounted_bytes = 0
+            self.buffered_bytes += batch.size_bytes - batch.accounted_bytes
+            batch.accounted_bytes = batch.size_bytes
             self.ready.append(batch)
             self._on_batch_closed(batch.tp, len(batch))
 
@@ -390,201 +389,15 @@ class Accumulator:
 
 def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> bytes:
     """The RecordBatch v2 bytes of ``batch`` (base offset 0; the broker assigns offsets)."""
-    timestamps = batch.timestamps
-    count = len(timestamps)
-    base_ts = timestamps[0]
-    body = _encode_columns(batch.keys, batch.values, timestamps) if not batch.headers else None
-    if body is None:
-        body = _encode_loop(batch.keys, batch.values, timestamps, batch.headers)
-    attributes = int(compression)
+    records = batch.records
+    count = len(records)
+    body = records.body()
     if compression:
         body = _compression.compress(compression, body)
-    tail = _TAIL.pack(attributes, count - 1, base_ts, max(timestamps), -1, -1, -1, count)
+    first_ts = records.first_timestamp_ms
+    tail = _TAIL.pack(
+        int(compression), count - 1, first_ts, records.max_timestamp_ms, -1, -1, -1, count
+    )
     crc = crc32c(body, crc32c(tail))
     prefix = _PREFIX.pack(0, 49 + len(body), -1, 2, crc)
     return b"".join((prefix, tail, body))
-
-
-# Column tables for the fast path: each record is a few table entries and its key/value.
-_LEN = [len(b) for b in _TABLE]
-_H0_LEN = [_ZERO + b for b in _TABLE]  # previous record's header count (0) + this length
-_ATTR_TS = [_ZERO + b for b in _TABLE]  # record attributes (0) + timestamp delta
-_OFF_NULLKEY = [b + _NULL for b in _TABLE]  # offset delta + null key
-_OFF_NULLKEY_LEN = [len(b) for b in _OFF_NULLKEY]
-
-
-def _encode_columns(
-    keys: list[bytes | None], values: list[bytes | None], timestamps: list[int]
-) -> bytes | None:
-    """Records without headers, as whole columns with C-level ``map``s and one join.
-
-    Returns ``None`` when the batch does not fit the tables (then the loop encodes it)."""
-    n = len(values)
-    limit = _TABLE_LIMIT
-    base_ts = timestamps[0]
-    if n >= limit or values.count(None) or min(timestamps) < base_ts:
-        return None
-    if max(timestamps) - base_ts >= limit:
-        return None
-    null_keys = keys.count(None)
-    if null_keys not in (0, n):
-        return None
-    if null_keys and max(timestamps) - base_ts < 64:
-        size = len(values[0])
-        if size < _UNIFORM_MAX_BYTES:
-            uniform = _encode_uniform(values, timestamps, size)
-            if uniform is not None:
-                return uniform
-    value_lens = list(map(len, values))
-    if max(value_lens) >= limit:
-        return None
-    if timestamps.count(base_ts) == n:
-        attr_ts = [_ATTR_TS[0]] * n
-        lengths = list(map(add, map(_LEN.__getitem__, value_lens), value_lens))
-        const = 3  # attributes + 1-byte timestamp delta + header count
-    else:
-        attr_ts = list(map(_ATTR_TS.__getitem__, map(sub, timestamps, repeat(base_ts, n))))
-        lengths = list(
-            map(add, map(len, attr_ts), map(add, map(_LEN.__getitem__, value_lens), value_lens))
-        )
-        const = 1  # header count
-    value_varints = list(map(_TABLE.__getitem__, value_lens))
-    if null_keys:
-        lengths = list(map(add, lengths, _OFF_NULLKEY_LEN[:n]))
-        columns = [None, attr_ts, _OFF_NULLKEY[:n], value_varints, values]
-    else:
-        key_lens = list(map(len, keys))  # type: ignore[arg-type]
-        if max(key_lens) >= limit:
-            return None
-        lengths = list(map(add, lengths, map(add, map(_LEN.__getitem__, key_lens), key_lens)))
-        lengths = list(map(add, lengths, _LEN[:n]))
-        columns = [
-            None,
-            attr_ts,
-            _TABLE[:n],
-            list(map(_TABLE.__getitem__, key_lens)),
-            keys,
-            value_varints,
-            values,
-        ]
-    lengths = list(map(add, lengths, repeat(const, n)))
-    if max(lengths) >= limit:
-        return None
-    length_varints = list(map(_H0_LEN.__getitem__, lengths))
-    length_varints[0] = _TABLE[lengths[0]]
-    columns[0] = length_varints
-    width = len(columns)
-    parts: list[bytes | None] = [None] * (width * n + 1)
-    for j, column in enumerate(columns):
-        parts[j : width * n : width] = column
-    parts[-1] = _NO_HEADERS  # the last record's header count
-    return b"".join(parts)  # type: ignore[arg-type]
-
-
-_UNIFORM_MAX_BYTES = _TABLE_LIMIT - 16  # record length varints stay in the tables
-_UNIFORM: dict[int, tuple[list[bytes], list[bytes]]] = {}  # value size -> (heads, mids)
-
-
-def _uniform_tables(size: int) -> tuple[list[bytes], list[bytes]]:
-    """For null-key records of ``size``-byte values with 1-byte timestamp deltas, per offset
-    delta i: ``heads[i]`` = previous record's header count (0) + this record's length +
-    attributes (0); ``mids[i]`` = offset delta + null key + value length. Built once per size
-    (a few sizes are kept)."""
-    tables = _UNIFORM.get(size)
-    if tables is None:
-        value_len = _TABLE[size]
-        const = 4 + len(value_len) + size  # attrs, ts delta, null key, headers + value
-        heads = [_ZERO + _TABLE[const + n] + _ZERO for n in _LEN]
-        mids = [b + b"\x01" + value_len for b in _TABLE]
-        if len(_UNIFORM) >= 4:
-            _UNIFORM.clear()
-        tables = _UNIFORM[size] = (heads, mids)
-    return tables
-
-
-def _encode_uniform(values: list[bytes], timestamps: list[int], size: int) -> bytes | None:
-    """Null-key records whose values all have ``size`` bytes and whose timestamp deltas fit
-    one byte (the caller checked those and the batch size): four table columns and one join.
-    ``None`` when a value has another size."""
-    n = len(values)
-    if list(map(len, values)).count(size) != n:
-        return None
-    heads, mids = _uniform_tables(size)
-    base_ts = timestamps[0]
-    if timestamps.count(base_ts) == n:
-        ts_column = [_TABLE[0]] * n
-    else:
-        ts_column = list(map(_TABLE.__getitem__, map(sub, timestamps, repeat(base_ts, n))))
-    parts: list[bytes | None] = [None] * (4 * n + 1)
-    parts[0 : 4 * n : 4] = heads[:n]
-    parts[0] = heads[0][1:]  # the first record has no previous header count
-    parts[1 : 4 * n : 4] = ts_column
-    parts[2 : 4 * n : 4] = mids[:n]
-    parts[3 : 4 * n : 4] = values
-    parts[-1] = _NO_HEADERS  # the last record's header count
-    return b"".join(parts)  # type: ignore[arg-type]
-
-
-def _encode_loop(
-    keys: list[bytes | None],
-    values: list[bytes | None],
-    timestamps: list[int],
-    headers: dict[int, list[tuple[str, bytes | None]]],
-) -> bytes:
-    """Any batch (headers, null values, huge fields), one record at a time."""
-    base_ts = timestamps[0]
-    table = _TABLE
-    limit = _TABLE_LIMIT
-    null = _NULL
-    zero = _ZERO
-    no_headers = _NO_HEADERS
-    parts: list[bytes] = []
-    extend = parts.extend
-    for i in range(len(values)):
-        key = keys[i]
-        value = values[i]
-        delta = timestamps[i] - base_ts
-        ts_b = table[delta] if 0 <= delta < limit else encode_varint(delta)
-        off_b = table[i] if i < limit else encode_varint(i)
-        if key is None:
-            key_b = null
-            key = b""
-        else:
-            n = len(key)
-            key_b = table[n] if n < limit else encode_varint(n)
-        if value is None:
-            value_b = null
-            value = b""
-        else:
-            n = len(value)
-            value_b = table[n] if n < limit else encode_varint(n)
-        h = no_headers if i not in headers else _encode_headers(headers[i])
-        length = (
-            1 + len(ts_b) + len(off_b) + len(key_b) + len(key) + len(value_b) + len(value) + len(h)
-        )
-        extend(
-            (
-                table[length] if length < limit else encode_varint(length),
-                zero,
-                ts_b,
-                off_b,
-                key_b,
-                key,
-                value_b,
-                value,
-                h,
-            )
-        )
-    return b"".join(parts)
-
-
-def _encode_headers(headers: list[tuple[str, bytes | None]]) -> bytes:
-    parts = [encode_varint(len(headers))]
-    for key, value in headers:
-        key_bytes = key.encode()
-        parts += (encode_varint(len(key_bytes)), key_bytes)
-        if value is None:
-            parts.append(_NULL)
-        else:
-            parts += (encode_varint(len(value)), value)
-    return b"".join(parts)

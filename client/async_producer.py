@@ -19,13 +19,7 @@ import anyio
 import anyio.abc
 
 from client import ops
-from client.accumulator import (
-    BATCH_HEADER_BYTES,
-    RECORD_OVERHEAD_BYTES,
-    Accumulator,
-    Batch,
-    headers_size,
-)
+from client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
 from client.async_client import AsyncClient
 from client.core import backoff_ms
 from client.errors import (
@@ -37,6 +31,7 @@ from client.errors import (
 )
 from client.partitioner import Partitioner, UserPartitioner
 from client.producer_core import ProducerConfig, handle_produce_response, topic_error
+from client.record_buffer import record_size
 from client.types import RecordMetadata, TopicPartition
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
@@ -206,8 +201,7 @@ class AsyncProducer:
             )
         if timestamp_ms is None:
             timestamp_ms = _time_ns() // 1_000_000
-        size = (0 if value is None else len(value)) + (0 if key is None else len(key))
-        size += RECORD_OVERHEAD_BYTES + (headers_size(headers) if headers else 0)
+        size = record_size(key, value, headers)
         cfg = self.config
         if size + BATCH_HEADER_BYTES > cfg.max_request_size:
             return DeliveryHandle(None, error=for_code(10, f"record of ~{size} bytes too large"))
@@ -226,15 +220,7 @@ class AsyncProducer:
                 self._notify()
             batch = acc.new_batch(tp, _monotonic())
             self._notify()  # the sender's wake-up time changed
-        index = len(batch.values)
-        batch.keys.append(key)
-        batch.values.append(value)
-        batch.timestamps.append(timestamp_ms)
-        if headers:
-            batch.headers[index] = list(headers)
-        batch.size_bytes += size
-        acc.buffered_bytes += size
-        return DeliveryHandle(batch, index)
+        return DeliveryHandle(batch, acc.append(batch, key, value, timestamp_ms, headers))
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, **kwargs: Any) -> Any:
         return await (await self.send(topic, value, **kwargs))

@@ -38,12 +38,10 @@ from typing import Any
 from client import ops
 from client.accumulator import (
     BATCH_HEADER_BYTES,
-    RECORD_OVERHEAD_BYTES,
     Accumulator,
     Batch,
     FailedFuture,
     RecordFuture,
-    headers_size,
     record_future,
 )
 from client.connection import BlockingConnection
@@ -56,6 +54,7 @@ from client.errors import (
 )
 from client.partitioner import Partitioner, UserPartitioner
 from client.producer_core import ProducerConfig, handle_produce_response, topic_error
+from client.record_buffer import TailAppender, record_size
 from client.sync_client import Client
 from client.types import TopicPartition
 
@@ -63,7 +62,6 @@ __all__ = ["Producer"]
 
 _time_ns = time.time_ns
 _monotonic = time.monotonic
-_new_object = object.__new__
 _TAIL_RETRY_S = 0.0002
 
 
@@ -133,7 +131,9 @@ class Producer:
             on_batch_closed=self._on_batch_closed,
         )
         self._acc.compression = cfg.compression
-        self._tails = self._acc.tails
+        # send()'s lock-free path (client.record_buffer); closed when the producer closes
+        self._appender = TailAppender(self._acc.tails, self._batch_size, RecordFuture)
+        self._tail_append = self._appender.append
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0
@@ -154,34 +154,10 @@ class Producer:
         headers: list[tuple[str, bytes | None]] | None = None,
     ) -> Future[Any]:
         """Queue one record; returns a Future of its :class:`RecordMetadata`."""
-        if (
-            key is None
-            and partition is None
-            and timestamp_ms is None
-            and headers is None
-            and type(value) is bytes
-        ):  # the hot path: append to the topic's tail batch, lock-free (see client.accumulator)
-            tails = self._tails
-            batch = tails.pop(topic, None)  # now ours alone
-            if batch is not None:
-                size = len(value) + RECORD_OVERHEAD_BYTES
-                if (
-                    batch.size_bytes + size <= self._batch_size
-                    and self._acc.buffered_bytes < self._buffer_memory
-                    and not self._closing
-                ):
-                    values = batch.values
-                    values.append(value)
-                    batch.keys.append(None)
-                    batch.timestamps.append(_time_ns() // 1_000_000)
-                    batch.size_bytes += size
-                    batch.unaccounted_bytes += size
-                    future = _new_object(RecordFuture)
-                    future._batch = batch
-                    future._index = len(values) - 1  # before the batch is given back
-                    tails[topic] = batch
-                    return future
-                tails[topic] = batch  # full, or memory or close to wait for: the locked path
+        if key is None and partition is None and timestamp_ms is None and headers is None:
+            future = self._tail_append(topic, value)  # the topic's tail batch, lock-free
+            if future is not None:
+                return future
         return self._send(topic, value, key, partition, timestamp_ms, headers)
 
     def _send(
@@ -218,8 +194,7 @@ class Producer:
             )
         if timestamp_ms is None:
             timestamp_ms = _time_ns() // 1_000_000
-        size = (0 if value is None else len(value)) + (0 if key is None else len(key))
-        size += RECORD_OVERHEAD_BYTES + (headers_size(headers) if headers else 0)
+        size = record_size(key, value, headers)
         if size > self._max_record_bytes:
             return FailedFuture(for_code(10, f"record of ~{size} bytes exceeds max_request_size"))
         acc = self._acc
@@ -270,14 +245,7 @@ class Producer:
             owned = sticky and not headers and value is not None and topic not in acc.tail_of
             if owned:
                 acc.make_tail(batch)
-        index = len(batch.values)
-        batch.keys.append(key)
-        batch.values.append(value)
-        batch.timestamps.append(timestamp_ms)
-        if headers:
-            batch.headers[index] = list(headers)
-        batch.size_bytes += size
-        acc.buffered_bytes += size
+        index = acc.append(batch, key, value, timestamp_ms, headers)
         if owned:
             acc.tails[topic] = batch
         return batch, index, fresh
@@ -475,6 +443,7 @@ class Producer:
             return
         with self._lock, self._append_lock:
             self._closing = True
+            self._appender.closed = True
             self._wake.notify_all()
         self._sender.join(timeout)
         self._closed = True

@@ -85,12 +85,8 @@ def test_encoded_batches_decode_identically(
     base_offset: int,
 ) -> None:
     batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
-    for i, (key, value, ts, headers) in enumerate(records):
-        batch.keys.append(key)
-        batch.values.append(value)
-        batch.timestamps.append(ts)
-        if headers:
-            batch.headers[i] = headers
+    for key, value, ts, headers in records:
+        batch.records.append(value, key, ts, headers)
     data = bytearray(encode_batch(batch, codec))
     validate_client_batch(data)
     patch_base_offset(data, 0, base_offset)

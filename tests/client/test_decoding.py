@@ -37,9 +37,7 @@ def test_legacy_message_sets(magic: int, codec: int) -> None:
 def make_batch(count: int, base_ts: int = 50) -> bytearray:
     batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
     for i in range(count):
-        batch.keys.append(None)
-        batch.values.append(b"%d" % i)
-        batch.timestamps.append(base_ts + i)
+        batch.records.append(b"%d" % i, None, base_ts + i, None)
     return bytearray(encode_batch(batch))
 
 

@@ -119,12 +119,8 @@ def test_compacted_batches_keep_their_offsets(records: list[Row], keep: list[boo
 @given(rows())
 def test_the_producer_encoder_matches_the_reference_encoder(records: list[Row]) -> None:
     batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
-    for i, (key, value, ts, headers) in enumerate(records):
-        batch.keys.append(key)
-        batch.values.append(value)
-        batch.timestamps.append(ts)
-        if headers:
-            batch.headers[i] = headers
+    for key, value, ts, headers in records:
+        batch.records.append(value, key, ts, headers)
     expected = reference_encode([(k, v, ts, h) for k, v, ts, h in records])
     assert encode_batch(batch) == expected
 

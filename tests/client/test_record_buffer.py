@@ -1,0 +1,179 @@
+"""The producer's record buffer and tail append: the C twin (``client._record_buffer``) against
+the pure-Python one (:mod:`client.record_buffer`) and against the reference encoder in
+:mod:`protocol.records`. ``make test`` also runs the client suite with
+``NO_ODRADEK_EXTENSIONS=1`` (the pure classes behind the real producer)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from client import native
+from client.accumulator import Batch, RecordFuture, encode_batch
+from client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
+from client.types import TopicPartition
+from protocol.records import Compression, decode_records, validate_batch
+from protocol.records import encode_batch as reference_encode
+
+compiled = native.load("_record_buffer")
+BUFFERS: list[Any] = [PyRecordBuffer] + ([compiled.RecordBuffer] if compiled else [])
+APPENDERS: list[tuple[Any, Any]] = [(PyTailAppender, PyRecordBuffer)]
+if compiled:
+    APPENDERS.append((compiled.TailAppender, compiled.RecordBuffer))
+NOW_MS = 1_700_000_000_000
+
+Headers = list[tuple[str, bytes | None]]
+Row = tuple[bytes | None, bytes | None, int, Headers]
+
+
+def test_the_compiled_buffer_is_built_here() -> None:
+    """gcc is on every machine this project builds on: a missing module is a broken build,
+    not a reason to run silently on the pure-Python path."""
+    if os.environ.get("NO_ODRADEK_EXTENSIONS"):
+        pytest.skip("NO_ODRADEK_EXTENSIONS is set: the pure-Python path is under test")
+    assert compiled is not None, "client._record_buffer was not built (pip install -e .)"
+
+
+fields = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=150, max_size=20_000))
+headers = st.lists(
+    st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20))), max_size=3
+)
+rows = st.lists(
+    st.tuples(
+        fields,
+        fields,
+        # timestamp deltas of every width, negative ones included (the wall clock may step back)
+        st.integers(-(10**12), 10**12).map(lambda d: NOW_MS + d) | st.just(NOW_MS),
+        headers,
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+def _filled(cls: Any, records: list[Row]) -> Any:
+    buffer = cls()
+    for i, (key, value, ts, hdrs) in enumerate(records):
+        assert buffer.append(value, key, ts, hdrs or None) == i
+    return buffer
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows)
+def test_every_buffer_encodes_what_the_reference_encoder_does(records: list[Row]) -> None:
+    expected = reference_encode(records)
+    for cls in BUFFERS:
+        batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
+        batch.records = _filled(cls, records)
+        assert encode_batch(batch) == expected, cls
+        buffer = batch.records
+        assert len(buffer) == len(records)
+        assert buffer.size_bytes == sum(record_size(k, v, h) for k, v, _, h in records)
+        assert buffer.first_timestamp_ms == records[0][2]
+        assert buffer.max_timestamp_ms == max(ts for _, _, ts, _ in records)
+        for i, (key, value, _, _) in enumerate(records):
+            expected_sizes = (
+                len(key) if key is not None else -1,
+                len(value or b"") - (value is None),
+            )
+            assert buffer.sizes(i) == expected_sizes
+        assert buffer.size_bytes >= len(buffer.body())  # the estimate never undershoots
+
+
+@pytest.mark.parametrize("codec", list(Compression))
+@pytest.mark.parametrize("cls", BUFFERS)
+def test_compressed_batches_decode_back(cls: Any, codec: Compression) -> None:
+    records: list[Row] = [(None, b"x" * 100, NOW_MS + i // 10, []) for i in range(500)]
+    records[7] = (b"key", None, NOW_MS, [("h", b"v"), ("é", None)])
+    batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
+    batch.records = _filled(cls, records)
+    data = encode_batch(batch, codec)
+    validate_batch(data)
+    got = [(r.key, r.value, r.timestamp_ms, list(r.headers)) for r in decode_records(data)]
+    assert got == [(k, v, ts, h) for k, v, ts, h in records]
+
+
+@pytest.mark.parametrize("cls", BUFFERS)
+def test_bad_fields_are_refused_and_leave_the_buffer_as_it_was(cls: Any) -> None:
+    buffer = _filled(cls, [(None, b"v", NOW_MS, [])])
+    before = (len(buffer), buffer.size_bytes, buffer.body())
+    for value, key, hdrs in [
+        ("text", None, None),
+        (b"v", bytearray(b"k"), None),
+        (b"v", None, [("h", "not bytes")]),
+        (b"v", None, [(b"not str", b"v")]),
+        (b"v", None, [("only one",)]),
+    ]:
+        with pytest.raises(TypeError):
+            buffer.append(value, key, NOW_MS, hdrs)
+        assert (len(buffer), buffer.size_bytes, buffer.body()) == before
+    with pytest.raises(IndexError):
+        buffer.sizes(1)
+
+
+@pytest.mark.parametrize("cls", BUFFERS)
+def test_an_empty_buffer(cls: Any) -> None:
+    buffer = cls()
+    assert (len(buffer), buffer.size_bytes, buffer.body()) == (0, 0, b"")
+    assert buffer.first_timestamp_ms == buffer.max_timestamp_ms == -1
+
+
+def _tail(buffer_cls: Any) -> tuple[dict[str, Batch], Batch]:
+    batch = Batch(TopicPartition("t", 3), 0.0, 1.0)
+    batch.records = buffer_cls()
+    return {"t": batch}, batch
+
+
+@pytest.mark.parametrize(("appender_cls", "buffer_cls"), APPENDERS)
+def test_the_tail_append_returns_a_future_of_its_record(appender_cls: Any, buffer_cls: Any) -> None:
+    tails, batch = _tail(buffer_cls)
+    append = appender_cls(tails, 10_000, RecordFuture).append
+    futures = [append("t", b"%d" % i) for i in range(20)]
+    assert tails == {"t": batch}  # put back
+    assert [f._index for f in futures] == list(range(20))
+    assert all(type(f) is RecordFuture and f._batch is batch for f in futures)
+    assert not futures[0].done()
+    batch.complete(base_offset=100)
+    metadata = futures[5].result(timeout=0)
+    assert (metadata.topic, metadata.partition, metadata.offset) == ("t", 3, 105)
+    assert (metadata.serialized_key_size, metadata.serialized_value_size) == (-1, 1)
+    records = list(decode_records(encode_batch(batch)))
+    assert [r.value for r in records] == [b"%d" % i for i in range(20)]
+    assert all(r.key is None and not r.headers for r in records)
+
+
+@pytest.mark.parametrize(("appender_cls", "buffer_cls"), APPENDERS)
+def test_the_tail_append_declines_what_the_locked_path_must_do(
+    appender_cls: Any, buffer_cls: Any
+) -> None:
+    tails, batch = _tail(buffer_cls)
+    appender = appender_cls(tails, 36 + 100 + 36 + 50, RecordFuture)
+    assert appender.append("other", b"v") is None  # no tail for that topic
+    assert appender.append("t", "not bytes") is None
+    assert appender.append("t", bytearray(b"v")) is None
+    assert appender.append("t", b"x" * 100) is not None
+    assert appender.append("t", b"x" * 51) is None  # would pass limit_bytes
+    assert appender.append("t", b"x" * 50) is not None  # exactly at the limit
+    assert appender.append("t", b"") is None  # full
+    assert len(batch.records) == 2 and tails == {"t": batch}
+    del tails["t"]  # another thread owns the tail
+    assert appender.append("t", b"v") is None
+    tails["t"] = batch
+    appender.closed = True
+    assert appender.append("t", b"v") is None
+    assert len(batch.records) == 2
+
+
+def test_the_compiled_appender_needs_slots_for_its_futures() -> None:
+    if compiled is None:
+        pytest.skip("client._record_buffer not built")
+
+    class NoSlots:
+        pass
+
+    with pytest.raises(TypeError, match="__slots__"):
+        compiled.TailAppender({}, 100, NoSlots)
