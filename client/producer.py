@@ -4,7 +4,10 @@
 and returns a :class:`~client.accumulator.RecordFuture`. A null-key record without headers or
 timestamp for the default (sticky) partitioner takes no lock: it is appended to the topic's
 *tail* batch, owned for the moment of the append by popping it from a dict (see
-:mod:`client.accumulator`); other records take a narrow append lock. The sender thread
+:mod:`client.accumulator`); other records take a narrow append lock. Where the C extension is
+built, an instance's ``send`` is :meth:`client.record_buffer.TailAppender.send`: the call
+``send(topic, value)`` appends in C without running Python code, every other call runs the
+``Producer.send`` below. The sender thread
 closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
 sends one Produce request at a time holding at most one batch per partition, with up to
 ``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
@@ -33,6 +36,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
+from types import MethodType
 from typing import Any
 
 from client import ops
@@ -54,7 +58,7 @@ from client.errors import (
 )
 from client.partitioner import Partitioner, UserPartitioner
 from client.producer_core import ProducerConfig, handle_produce_response, topic_error
-from client.record_buffer import TailAppender, record_size
+from client.record_buffer import PyTailAppender, TailAppender, record_size
 from client.sync_client import Client
 from client.types import TopicPartition
 
@@ -132,8 +136,14 @@ class Producer:
         )
         self._acc.compression = cfg.compression
         # send()'s lock-free path (client.record_buffer); closed when the producer closes
-        self._appender = TailAppender(self._acc.tails, self._batch_size, RecordFuture)
+        self._appender = TailAppender(
+            self._acc.tails, self._batch_size, RecordFuture, MethodType(Producer.send, self)
+        )
         self._tail_append = self._appender.append
+        if TailAppender is not PyTailAppender and type(self).send is Producer.send:
+            # the C appender's send() is append() for send(topic, value) and Producer.send
+            # for any other call: the commonest call then runs no Python code
+            self.send = self._appender.send  # type: ignore[method-assign]
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0

@@ -171,3 +171,18 @@ def test_decoded_records_take_in_chunks() -> None:
     assert len(batch) == 5
     assert [r.offset for r in batch] == [15, 16, 17, 18, 19]
     assert len(batch) == 0 and not batch
+
+
+def test_send_is_the_compiled_fast_path_unless_a_subclass_overrides_it(bootstrap: str) -> None:
+    from client import native
+
+    class Counting(Producer):
+        def send(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            self.calls = getattr(self, "calls", 0) + 1
+            return super().send(*args, **kwargs)
+
+    with Producer(bootstrap) as plain, Counting(bootstrap) as counting:
+        compiled = native.load("_record_buffer") is not None
+        assert (type(plain.send).__name__ == "builtin_function_or_method") == compiled
+        counting.send("t-sub", b"v").result(timeout=10)
+        assert counting.calls == 1
