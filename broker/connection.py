@@ -8,6 +8,12 @@ A send lock keeps frames whole; at most ``max_in_flight`` waiting requests exist
 (the reader stops reading beyond that), so a client that never reads its responses only fills
 its own socket buffer.
 
+Per request, the hot path takes no timer and no checkpoint: the locks are acquired without a
+checkpoint (``fast_acquire``), the reader tries ``recv_into`` before it waits, and when it read
+without waiting it yields once per chunk (so a client that keeps its socket full cannot
+starve the other connections). The idle timeout is not a timer per read either: the server
+sweeps its connections (:meth:`Connection.close_if_idle`) against ``last_active_s``.
+
 What closes the connection, with a logged reason and without touching any log: a frame above
 ``socket.request.max.bytes`` (refused before it is buffered), a malformed frame or header, an
 unknown api, an idle timeout, the peer closing. An unsupported version is answered with
@@ -17,10 +23,12 @@ unknown api, an idle timeout, the peer closing. An unsupported version is answer
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from broker.admin import AdminApi
 from broker.context import BrokerContext
@@ -63,10 +71,12 @@ class Connection:
         self.data = data
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_s
-        self._send_lock = anyio.Lock()
+        self._send_lock = anyio.Lock(fast_acquire=True)
         self._max_in_flight = max_in_flight
-        self._in_flight = anyio.Semaphore(max_in_flight)
+        self._in_flight = anyio.Semaphore(max_in_flight, fast_acquire=True)
         self._reader_scope = anyio.CancelScope()
+        self.last_active_s = time.monotonic()  # the last read or send (the idle sweep)
+        self._idle_closed = False
         self._task_group: anyio.abc.TaskGroup
         self._handlers: dict[type, Any] = {
             m.ApiVersionsRequest: admin.api_versions,
@@ -103,6 +113,18 @@ class Connection:
         """Graceful shutdown: read no more requests; those in flight still get answers."""
         self._reader_scope.cancel()
 
+    def close_if_idle(self, now_s: float) -> bool:
+        """Close the connection if nothing was read or sent for ``idle_timeout_s`` and no
+        request is in flight (a long poll is not cut short); ``time.monotonic()`` seconds."""
+        if now_s - self.last_active_s < self.idle_timeout_s:
+            return False
+        if self._in_flight.value != self._max_in_flight:
+            return False
+        self.log.info("closing idle connection", idle_s=self.idle_timeout_s)
+        self._idle_closed = True
+        self._reader_scope.cancel()
+        return True
+
     async def serve(self) -> None:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -121,7 +143,7 @@ class Connection:
                         reason = f"connection error: {exc!r}"
                         tg.cancel_scope.cancel()
                 if self._reader_scope.cancelled_caught:
-                    reason = "broker shutting down"
+                    reason = "idle timeout" if self._idle_closed else "broker shutting down"
         finally:
             close_socket(self.sock)
         self.log.debug("connection closed", reason=reason)
@@ -129,14 +151,15 @@ class Connection:
     async def _read_loop(
         self, decoder: FrameDecoder, buffer: memoryview, tg: anyio.abc.TaskGroup
     ) -> str:
+        sock = self.sock
         while True:
-            with anyio.move_on_after(self.idle_timeout_s) as idle:
-                received = await recv_into(self.sock, buffer)
-            if idle.cancelled_caught:
-                if self._in_flight.value == self._max_in_flight:  # nothing in flight
-                    self.log.info("closing idle connection", idle_s=self.idle_timeout_s)
-                    return "idle timeout"
-                continue
+            try:
+                received = sock.recv_into(buffer)
+            except BlockingIOError:
+                received = await recv_into(sock, buffer)
+            else:  # read without waiting: let the other tasks run once per chunk
+                await anyio.lowlevel.checkpoint()
+            self.last_active_s = time.monotonic()
             if received == 0:
                 decoder.end_of_stream()
                 return "peer closed the connection"
@@ -210,6 +233,7 @@ class Connection:
             await self._send(reply)
 
     async def _send(self, reply: Reply | m.Response) -> None:
+        self.last_active_s = time.monotonic()
         async with self._send_lock:
             if isinstance(reply, m.Response):
                 await send_buffers(self.sock, m.encode_response(reply))

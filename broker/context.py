@@ -32,6 +32,7 @@ class BrokerContext:
         # Serializes topic creation/deletion/alteration, which run in worker threads.
         self.admin_lock = anyio.Lock()
         self._data_arrived = anyio.Event()
+        self._data_waited_on = False  # a fetch holds _data_arrived: the next append sets it
         self._checkpoint_lock = anyio.Lock()
         self.stopping = False  # graceful shutdown began: long polls answer at once
         self.groups: GroupApi | None = None  # the group coordinator, set by the server
@@ -42,12 +43,16 @@ class BrokerContext:
         self.notify_data()
 
     def notify_data(self) -> None:
-        """Wake every long-polling fetch (called after appends and topic deletions)."""
-        self._data_arrived.set()
-        self._data_arrived = anyio.Event()
+        """Wake every long-polling fetch (called after appends and topic deletions); free
+        when no fetch is waiting (the event is only replaced once someone took it)."""
+        if self._data_waited_on:
+            self._data_waited_on = False
+            self._data_arrived.set()
+            self._data_arrived = anyio.Event()
 
     def data_event(self) -> anyio.Event:
         """The event the next :meth:`notify_data` sets."""
+        self._data_waited_on = True
         return self._data_arrived
 
     async def checkpoint(self) -> None:

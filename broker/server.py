@@ -5,6 +5,7 @@ Task tree (anyio structured concurrency; nothing outlives its group)::
     run()
     ├── group commit flusher            (broker.durability)
     ├── housekeeping                    periodic flush (flush.ms) and offset checkpoints
+    ├── idle sweep                      closes connections idle for connections.max.idle.ms
     ├── signal watcher                  SIGTERM / SIGINT → shutdown()
     └── connections group
         └── Connection.serve() per client, each with its own waiting-request tasks
@@ -113,6 +114,10 @@ class Server:
             async with anyio.create_task_group() as background:
                 background.start_soon(ctx.group_commit.run)
                 background.start_soon(self._housekeeping, ctx)
+                background.start_soon(
+                    self._close_idle_connections,
+                    self.config.int("connections.max.idle.ms") / 1000,
+                )
                 background.start_soon(run_cleanup, ctx)
                 background.start_soon(groups.run)
                 await self._serve_connections(ctx, sock)
@@ -182,6 +187,16 @@ class Server:
             backoff_ms=round(_ACCEPT_BACKOFF_S * 1000),
         )
         await anyio.sleep(_ACCEPT_BACKOFF_S)
+
+    async def _close_idle_connections(self, idle_timeout_s: float) -> None:
+        """Kafka's ``connections.max.idle.ms``: sweep the connections a few times per timeout
+        (at least every 10 s) and close those idle that long (:meth:`Connection.close_if_idle`)."""
+        interval_s = min(max(idle_timeout_s / 4, 0.01), 10.0)
+        while True:
+            await anyio.sleep(interval_s)
+            now_s = time.monotonic()
+            for conn in list(self.connections):
+                conn.close_if_idle(now_s)
 
     async def _run_connection(self, conn: Connection) -> None:
         self.connections.add(conn)
