@@ -7,10 +7,17 @@ rolls), without the client's per-record encoding, which does not depend on the l
 The log is written in ``slice_bytes`` slices, each timed; the figures are the rate over the
 first ~500 MB (the baseline), over as many bytes at the end, and the slowest slice. Issue
 #8's goal: the rate at 5 GB is within 10 % of the rate over the first 500 MB.
+
+To tell the broker's share from the machine's, each broker slice is followed by a *raw* slice:
+the same batches ``os.write`` n to one growing file beside the log (no fsync), timed the same
+way; the dirty and writeback page-cache bytes (``/proc/meminfo``) are noted per slice. If the
+raw writes slow down as much as the broker does, the kernel (dirty-page writeback on these
+two cores) is what slows down, not the append path.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,16 +53,29 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     per_slice = max(1, params.slice_bytes // len(batches[0]))
     slices = max(2, params.log_bytes // params.slice_bytes)
     rates: list[float] = []
+    raw_rates: list[float] = []
+    slice_bytes = per_slice * len(batches[0])
     broker = BrokerProcess([scratch / "logs"]).start()
+    raw_fd = os.open(scratch / "raw.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         with Wire(broker.port) as wire:  # type: ignore[arg-type]
             wire.create_topic(TOPIC, partitions=1)
             for index in range(slices):
                 with Stopwatch() as watch:
                     produce_batches(wire, TOPIC, batches, per_slice, params.pipeline)
-                rates.append(mb_per_s(per_slice * len(batches[0]), watch.seconds))
-                say(f"slice {index + 1}/{slices}: {rates[-1]:,.0f} MB/s")
+                rates.append(mb_per_s(slice_bytes, watch.seconds))
+                with Stopwatch() as watch:
+                    for i in range(per_slice):
+                        os.write(raw_fd, batches[i % len(batches)])
+                raw_rates.append(mb_per_s(slice_bytes, watch.seconds))
+                dirty, writeback = _dirty_bytes()
+                say(
+                    f"slice {index + 1}/{slices}: broker {rates[-1]:,.0f} MB/s, raw write "
+                    f"{raw_rates[-1]:,.0f} MB/s; dirty {format_size(dirty)}, "
+                    f"writeback {format_size(writeback)}"
+                )
     finally:
+        os.close(raw_fd)
         broker.stop()
     # The goal compares the rate over the first ~500 MB with the rate at the end: average
     # that many slices at each end (one 512 MiB slice in the full run, four 128 MiB quick).
@@ -74,7 +94,31 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         note=f"{len(rates)} slices of {format_size(params.slice_bytes)}",
     )
     figures.add("produce, slowest slice", min(rates), "MB/s", baseline=first)
+    raw_first = f"raw os.write, first {span}"
+    figures.add(raw_first, _mean_rate(raw_rates[:window]), "MB/s", is_baseline=True)
+    figures.add(
+        f"raw os.write, last {span} (file at {written})",
+        _mean_rate(raw_rates[-window:]),
+        "MB/s",
+        baseline=raw_first,
+        samples=raw_rates,
+        note="the same batches, after each broker slice",
+    )
     return figures.items
+
+
+def _dirty_bytes() -> tuple[int, int]:
+    """The page cache's ``Dirty`` and ``Writeback`` bytes (0, 0 where /proc is missing)."""
+    fields = {"Dirty:": 0, "Writeback:": 0}
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                name, value, *_ = line.split()
+                if name in fields:
+                    fields[name] = int(value) * 1024
+    except OSError:
+        pass
+    return fields["Dirty:"], fields["Writeback:"]
 
 
 def _mean_rate(rates: list[float]) -> float:
