@@ -26,7 +26,7 @@ from protocol.frames import Buffer
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
-_RECV_BYTES = 4 * 1024 * 1024
+_RECV_BYTES = 1024 * 1024  # one reused receive buffer per connection (frames are copied out)
 _IOV_MAX = 512
 
 
@@ -99,13 +99,17 @@ class BlockingConnection:
     def _read_loop(self) -> None:
         sock = self._sock
         core = self._core
+        # recv(n) would allocate n bytes per call (~25 µs for 4 MiB, small answers included);
+        # the frame decoder copies each frame out, so one buffer serves every read
+        buffer = bytearray(_RECV_BYTES)
+        view = memoryview(buffer)
         try:
             while True:
-                data = sock.recv(_RECV_BYTES)
-                if not data:
+                received = sock.recv_into(buffer)
+                if not received:
                     raise KafkaConnectionError(f"connection to {self._peer()} closed by the broker")
                 with self._core_lock:
-                    done = core.receive(data)
+                    done = core.receive(view[:received])
                 for future, response, tail in done:
                     if future is not None and not future.done():
                         future.set_result((response, tail))
