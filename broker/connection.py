@@ -33,7 +33,7 @@ import anyio.lowlevel
 from broker.admin import AdminApi
 from broker.context import BrokerContext
 from broker.data import DataApi, Reply
-from broker.net import close_socket, recv_into, send_buffers, sendfile_all
+from broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
 from protocol import messages as m
 from protocol.errors import ErrorCode
 from protocol.frames import FrameDecoder, FrameError
@@ -234,6 +234,14 @@ class Connection:
 
     async def _send(self, reply: Reply | m.Response) -> None:
         self.last_active_s = time.monotonic()
+        if isinstance(reply, m.Response) and not self._send_lock.locked():
+            # nobody is mid-frame: write it now; only what the socket does not take waits,
+            # under the lock (taken without yielding: nothing can interleave before it)
+            rest = send_now(self.sock, m.encode_response(reply))
+            if rest:
+                async with self._send_lock:
+                    await send_buffers(self.sock, rest)
+            return
         async with self._send_lock:
             if isinstance(reply, m.Response):
                 await send_buffers(self.sock, m.encode_response(reply))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import anyio
 
-__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "sendfile_all"]
+__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "send_now", "sendfile_all"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -46,15 +46,15 @@ async def recv_into(sock: socket.socket, buffer: bytearray | memoryview) -> int:
             continue
 
 
-async def send_buffers(sock: socket.socket, buffers: Sequence[Buffer]) -> None:
-    """Write every buffer, in order, with vectored ``sendmsg`` calls."""
+def send_now(sock: socket.socket, buffers: Sequence[Buffer]) -> list[memoryview]:
+    """Write what the socket takes now, in order, with vectored ``sendmsg`` calls; returns
+    the views still to send (empty when everything went out)."""
     views = [memoryview(b).cast("B") for b in buffers if len(b)]
     while views:
         try:
             sent = sock.sendmsg(views[:512])  # IOV_MAX is 1024 on Linux
         except BlockingIOError:
-            await anyio.wait_writable(sock)
-            continue
+            break
         except InterruptedError:
             continue
         while sent:
@@ -65,6 +65,15 @@ async def send_buffers(sock: socket.socket, buffers: Sequence[Buffer]) -> None:
             else:
                 views[0] = head[sent:]
                 sent = 0
+    return views
+
+
+async def send_buffers(sock: socket.socket, buffers: Sequence[Buffer]) -> None:
+    """Write every buffer, in order, waiting for the socket as needed."""
+    views = send_now(sock, buffers)
+    while views:
+        await anyio.wait_writable(sock)
+        views = send_now(sock, views)
 
 
 async def sendfile_all(sock: socket.socket, fd: int, position: int, length: int) -> None:

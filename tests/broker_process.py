@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,14 @@ class BrokerProcess:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.lines if e.get("event") == name]
+
+    def wait_for_events(self, name: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+        """The log lines named ``name``, waiting up to ``timeout_s`` for one: a line the
+        broker wrote just before closing a socket may not have been parsed yet."""
+        deadline = time.monotonic() + timeout_s
+        while not (found := self.events(name)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return found
 
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM (a clean shutdown) and wait; returns the exit status."""

@@ -201,7 +201,7 @@ def test_metadata_auto_creates_with_num_partitions(
         (created,) = create(wire, m.CreatableTopic(name="explicit"))  # -1: num.partitions
         assert created.num_partitions == 3
     assert partition_dirs(broker) == {f"{t}-{i}" for t in ("lazy", "explicit") for i in range(3)}
-    assert broker.events("topic auto-created")
+    assert broker.wait_for_events("topic auto-created")
 
 
 def test_metadata_does_not_auto_create_when_disabled(

@@ -51,6 +51,7 @@ class Isolation:
     def __init__(self, broker: BrokerProcess) -> None:
         self.broker = broker
         self.first_line = len(broker.lines)
+        self.reasons_read = 0  # closing connection events already returned
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.broker.lines[self.first_line :] if e.get("event") == name]
@@ -64,7 +65,13 @@ class Isolation:
         return found
 
     def closed_reason(self) -> str:
-        return self.wait_for("closing connection")[-1]["reason"]
+        """The reason of the next connection closed since the last call (waits for it)."""
+        deadline = time.monotonic() + 5.0
+        while len(found := self.events("closing connection")) <= self.reasons_read:
+            assert time.monotonic() < deadline, f"no new 'closing connection' in {found}"
+            time.sleep(0.01)  # the stderr reader thread parses lines as they come
+        self.reasons_read += 1
+        return found[self.reasons_read - 1]["reason"]
 
     def connect(self) -> Wire:
         return Wire(self.broker.port)  # type: ignore[arg-type]

@@ -35,7 +35,7 @@ def test_max_connections(broker_factory: Callable[..., BrokerProcess]) -> None:
             assert wire.call(m.ApiVersionsRequest(correlation_id=0)).error_code == 0
         with Wire(broker.port) as third:  # type: ignore[arg-type]
             assert third.closed_by_peer(timeout_s=5.0)
-        assert broker.events("refusing connection: max.connections reached")
+        assert broker.wait_for_events("refusing connection: max.connections reached")
         # The two admitted connections are unaffected.
         first.create_topic("limited")
         assert second.produce("limited", 0, batch(2)).error_code == 0
@@ -58,7 +58,7 @@ def test_idle_connection_is_closed(broker_factory: Callable[..., BrokerProcess])
             assert idle.closed_by_peer(timeout_s=5.0)  # reads until EOF: no sleep
             elapsed = time.monotonic() - started
         assert 0.25 <= elapsed < 3.0, elapsed
-    assert broker.events("closing idle connection")
+    assert broker.wait_for_events("closing idle connection")
     assert bad_events(broker.lines) == []
 
 
