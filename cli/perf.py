@@ -29,14 +29,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from itertools import islice
-from operator import attrgetter
+from operator import itemgetter
 
 from cli.common import add_bootstrap, positive_int, run_reported
 
 _LATENCY_SAMPLES = 20_000
 _PAYLOAD_POOL = 64
-_value = attrgetter("value")
-_key = attrgetter("key")
+# ConsumerRecord.value / .key by position (a NamedTuple: ~30 % cheaper than by name)
+_value = itemgetter(6)
+_key = itemgetter(5)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

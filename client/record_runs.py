@@ -1,5 +1,7 @@
-"""Decoding runs of same-layout records of a RecordBatch v2 body a run at a time (the
-consumer's fast path; :mod:`client.records` falls back to a record-at-a-time loop).
+"""The pure-Python decoder of a RecordBatch v2 body (the records after the batch header) into
+columns (:class:`Columns`), used when the C one (``client._record_decoder``) is not: runs of
+same-layout records a run at a time (:func:`fast_run`), the rest a record at a time
+(:func:`decode_loop`); :func:`client.records.decode_columns` drives them.
 
 A producer's batch is mostly records of one size: then every record has the same layout
 (widths of the varints, key and value lengths) except its offset delta, which grows by one
@@ -10,6 +12,14 @@ record's, the timestamp bytes have the right continuation bits, the offset delta
 those of ``index .. index + k - 1`` — and its keys and values are cut out by one ``struct``
 pass; no Python code runs per record. A run that fails the check is shortened (binary search)
 to its longest valid prefix, so the records decoded are exactly those the loop would decode.
+
+Everything else goes through :func:`decode_loop`, one record at a time, which also checks
+every rule a body must follow — the same rules as the C decoder (``client/_record_decoder.c``,
+whose comment lists them): varints of at most 5 bytes / 32 bits (varlongs 10 / 64), each
+record's length equal to its fields' size, key/value/header value lengths of at least -1
+(-1: null, in any encoding), header counts and key lengths of at least 0, UTF-8 header keys.
+A run is only taken by :func:`fast_run` if the loop would accept it (its varints are short
+and canonical), so which bodies are rejected does not depend on the path.
 """
 
 from __future__ import annotations
@@ -18,9 +28,10 @@ import struct
 from itertools import repeat
 from operator import add, itemgetter
 
+from protocol.records import CorruptRecordError
 from protocol.varint import VarintError, decode_varint, encode_varint
 
-__all__ = ["FAST_MIN_RECORDS", "Columns", "fast_run"]
+__all__ = ["FAST_MIN_RECORDS", "Columns", "decode_loop", "fast_run"]
 
 _first = itemgetter(0)
 _second = itemgetter(1)
@@ -119,12 +130,14 @@ def fast_run(
             p += 1
             key_data_at = p - pos
         else:
+            _varint_width(body, p)  # a longer one goes to the loop (it may be overlong)
             key_len, p = decode_varint(body, p)
             if key_len < 0:
                 return None
             key_data_at = p - pos
             p += key_len
         value_len_at = p - pos
+        _varint_width(body, p)
         value_len, p = decode_varint(body, p)
         if value_len < 0:
             return None
@@ -230,3 +243,145 @@ def _record_struct(
         return struct.Struct(f"{value_at}x{value_len}s{size - value_at - value_len}x")
     gap = value_at - key_at - key_len
     return struct.Struct(f"{key_at}x{key_len}s{gap}x{value_len}s{size - value_at - value_len}x")
+
+
+def decode_loop(body: bytes, pos: int, first: int, count: int, cols: Columns) -> int:
+    """Records ``first`` .. ``count - 1`` from ``pos``, one at a time (any layout: varints
+    of one and two bytes inline, headers), checking every rule; returns the position after
+    the last one. A field running past the body raises IndexError (slices clip: the caller
+    checks that the body ends where the last record does)."""
+    if cols.sequential:
+        cols.offset_deltas = list(range(first))
+        cols.sequential = False
+    if cols.keys is None:
+        cols.keys = [None] * first
+    one = _ZIGZAG_1
+    two = _ZIGZAG_2  # at b0 + high[b1]
+    high = _HIGH_7
+    base_ts = cols.base_ts
+    headers_at = cols.headers_at
+    add_offset = cols.offset_deltas.append
+    add_ts = cols.timestamps.append
+    add_key = cols.keys.append
+    add_value = cols.values.append
+    for index in range(first, count):
+        b = body[pos]  # the record length; then the attributes byte, skipped
+        if b < 128:
+            end = pos + 1 + one[b]
+            pos += 2
+        elif body[pos + 1] < 128:
+            end = pos + 2 + two[b + high[body[pos + 1]]]
+            pos += 3
+        else:
+            n, pos = varint(body, pos)
+            end = pos + n
+            pos += 1
+        b = body[pos]
+        if b < 128:
+            add_ts(base_ts + one[b])
+            pos += 1
+        elif body[pos + 1] < 128:
+            add_ts(base_ts + two[b + high[body[pos + 1]]])
+            pos += 2
+        else:
+            n, pos = varlong(body, pos)
+            add_ts(base_ts + n)
+        b = body[pos]
+        if b < 128:
+            add_offset(one[b])
+            pos += 1
+        elif body[pos + 1] < 128:
+            add_offset(two[b + high[body[pos + 1]]])
+            pos += 2
+        else:
+            n, pos = varint(body, pos)
+            add_offset(n)
+        b = body[pos]
+        if b < 128:
+            n = one[b]
+            pos += 1
+        else:
+            n, pos = varint(body, pos)
+        if n >= 0:
+            add_key(body[pos : pos + n])
+            pos += n
+        elif n == -1:
+            add_key(None)
+        else:
+            raise CorruptRecordError(f"record {index}: invalid key length {n}")
+        b = body[pos]
+        if b < 128:
+            n = one[b]
+            pos += 1
+        elif body[pos + 1] < 128:
+            n = two[b + high[body[pos + 1]]]
+            pos += 2
+        else:
+            n, pos = varint(body, pos)
+        if n >= 0:
+            add_value(body[pos : pos + n])
+            pos += n
+        elif n == -1:
+            add_value(None)
+        else:
+            raise CorruptRecordError(f"record {index}: invalid value length {n}")
+        if body[pos] == 0:
+            pos += 1
+        else:
+            headers_at[index], pos = _headers(body, pos, index)
+        if pos != end:
+            raise CorruptRecordError(f"record {index}: its length disagrees with its fields")
+    return pos
+
+
+def _headers(body: bytes, pos: int, index: int) -> tuple[list[tuple[str, bytes | None]], int]:
+    count, pos = varint(body, pos)
+    if count < 0 or count > len(body) - pos:
+        raise CorruptRecordError(f"record {index}: invalid header count {count}")
+    out = []
+    for _ in range(count):
+        n, pos = varint(body, pos)
+        if n < 0 or pos + n > len(body):
+            raise CorruptRecordError(f"record {index}: invalid header key length {n}")
+        try:
+            key = body[pos : pos + n].decode()
+        except UnicodeDecodeError:
+            raise CorruptRecordError(f"record {index}: header key is not UTF-8") from None
+        pos += n
+        n, pos = varint(body, pos)
+        if n >= 0:
+            out.append((key, body[pos : pos + n]))
+            pos += n
+        elif n == -1:
+            out.append((key, None))
+        else:
+            raise CorruptRecordError(f"record {index}: invalid header value length {n}")
+    return out, pos
+
+
+def varint(body: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (at most 5 bytes, 32 bits) at ``body[pos]``; ``(value, next_pos)``."""
+    raw = shift = 0
+    while True:
+        b = body[pos]
+        pos += 1
+        if shift == 28 and b > 0x0F:
+            raise CorruptRecordError("varint longer than 5 bytes or beyond 32 bits")
+        raw |= (b & 0x7F) << shift
+        if b < 128:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+
+
+def varlong(body: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varlong (at most 10 bytes, 64 bits) at ``body[pos]``; ``(value, next_pos)``."""
+    raw = shift = 0
+    while True:
+        b = body[pos]
+        pos += 1
+        if shift == 63 and b > 1:
+            raise CorruptRecordError("varlong longer than 10 bytes or beyond 64 bits")
+        raw |= (b & 0x7F) << shift
+        if b < 128:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7

@@ -7,9 +7,14 @@ Input: the raw bytes of one partition in a Fetch response: log entries back to b
 magic byte at offset 16. The bytes may end in a partial entry (the broker cuts at
 ``partition_max_bytes``); :class:`BatchCursor` stops before it and reports where it stopped.
 
-A v2 batch is decoded into columns at once but its :class:`ConsumerRecord` tuples are built
-only as they are taken (:class:`DecodedRecords`, a chunk at a time), so few records are alive
-at once (each is a GC-tracked tuple; see :class:`DecodedRecords`).
+A v2 batch is checked at once but its :class:`ConsumerRecord` tuples are built only as they
+are taken (a chunk at a time), so few records are alive at once (each is a GC-tracked tuple;
+see :class:`DecodedRecords`). Two decoders do it, with the same results and the same errors
+(``tests/client/test_record_decoder.py`` runs them side by side): the C one,
+``client._record_decoder`` (:class:`NativeRecords`: builds each record from the body's
+bytes as it is taken), used when it was built and ``NO_ODRADEK_EXTENSIONS`` is not set
+(:mod:`client.native`); else the pure-Python one (:func:`decode_columns`: the body into columns,
+:mod:`client.record_runs`, then :class:`DecodedRecords` zips the records out of them).
 
 Rules: each v2 batch's CRC-32C is checked (Kafka's ``check.crcs``); control batches are
 skipped (they still advance the position); records below the consumer's position are skipped
@@ -24,18 +29,20 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import repeat
 from operator import add
+from typing import Any
 
 from crc32c import crc32c
 
+from client import native
 from client.errors import for_code
-from client.record_runs import FAST_MIN_RECORDS, Columns, fast_run
+from client.record_runs import FAST_MIN_RECORDS, Columns, decode_loop, fast_run
 from client.types import ConsumerRecord
 from protocol import compression as _compression
 from protocol.legacy import decode_legacy_records, validate_legacy_entry
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
-from protocol.varint import VarintError, decode_varint
+from protocol.varint import VarintError
 
-__all__ = ["BatchCursor", "DecodedRecords"]
+__all__ = ["BatchCursor", "DecodedRecords", "NativeRecords", "decode_body"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qi")
@@ -44,6 +51,8 @@ _ATTR_LOG_APPEND_TIME = 0x08
 _ATTR_CONTROL = 0x20
 _new = tuple.__new__
 _NO_HEADERS: list[tuple[str, bytes | None]] = []  # shared, never mutated
+_LOOP_RECORDS = 256  # decoded one at a time after a short run, before trying a run again
+_native = native.load("_record_decoder")  # None: not built, or disabled
 
 
 class BatchCursor:
@@ -146,7 +155,7 @@ class BatchCursor:
             except _compression.CompressionError as exc:
                 raise CorruptRecordError(str(exc)) from None
         log_append = attributes & _ATTR_LOG_APPEND_TIME
-        return _decode(
+        return decode_body(
             body,
             count,
             base_offset,
@@ -159,7 +168,7 @@ class BatchCursor:
         )
 
 
-def _decode(
+def decode_columns(
     body: bytes,
     count: int,
     base_offset: int,
@@ -170,9 +179,13 @@ def _decode(
     partition: int,
     min_offset: int,
 ) -> DecodedRecords:
-    """Decode ``count`` records into columns (the ConsumerRecords are built as they are taken:
-    :class:`DecodedRecords`). Runs of records sharing one layout are decoded a run at a time
-    (:func:`client.record_runs.fast_run`); the rest goes through the record-at-a-time loop."""
+    """The pure-Python decoder: ``count`` records into columns (the ConsumerRecords are built
+    as they are taken: :class:`DecodedRecords`). Runs of records sharing one layout are
+    decoded a run at a time (:func:`client.record_runs.fast_run`); the rest goes through the
+    record-at-a-time loop, and so do the next ``_LOOP_RECORDS`` after a short run (checking a
+    run scans the rest of the batch: a call per record of mixed sizes took ~18 µs a record)."""
+    if count < 0:
+        raise CorruptRecordError(f"invalid record count {count}")
     cols = Columns(base_ts)
     pos = index = 0
     if count >= FAST_MIN_RECORDS:
@@ -181,9 +194,13 @@ def _decode(
             run = fast_run(body, view, pos, index, count, cols)
             if run is None:
                 break
-            pos, index = run
+            if run[1] - index >= FAST_MIN_RECORDS:
+                pos, index = run
+            else:  # records of mixed layouts: the loop is faster, for a while
+                index = min(count, run[1] + _LOOP_RECORDS)
+                pos = decode_loop(body, run[0], run[1], index, cols)
     if index < count:
-        pos = _decode_loop(body, pos, index, count, cols)
+        pos = decode_loop(body, pos, index, count, cols)
     if pos != len(body):  # also catches a last field that overran the body (slices clip)
         raise CorruptRecordError(f"{len(body) - pos} bytes left after {count} records")
     headers: list[list[tuple[str, bytes | None]]] | None = None
@@ -262,7 +279,7 @@ class DecodedRecords:
     def take(self, n: int) -> list[ConsumerRecord]:
         """The next ``n`` records (fewer if fewer are left), as ConsumerRecords."""
         i = self.start
-        j = min(i + n, len(self.values))
+        j = max(i, min(i + n, len(self.values)))
         self.start = j
         ts = self.timestamps
         return list(
@@ -283,106 +300,55 @@ class DecodedRecords:
         )
 
 
-def _decode_loop(body: bytes, pos: int, first: int, count: int, cols: Columns) -> int:
-    """Records ``first`` .. ``count - 1`` from ``pos``, one at a time (any layout: varints of
-    one and two bytes inline, headers); returns the position after the last one."""
-    if cols.sequential:
-        cols.offset_deltas = list(range(first))
-        cols.sequential = False
-    if cols.keys is None:
-        cols.keys = [None] * first
-    offset_deltas = cols.offset_deltas
-    base_ts = cols.base_ts
-    headers_at = cols.headers_at
-    add_offset = offset_deltas.append
-    add_ts = cols.timestamps.append
-    add_key = cols.keys.append
-    add_value = cols.values.append
-    for index in range(first, count):
-        # the record length is skipped (fields are self-delimiting); then the attributes byte
-        if body[pos] < 128:
-            pos += 2
-        elif body[pos + 1] < 128:
-            pos += 3
-        else:
-            _, pos = decode_varint(body, pos)
-            pos += 1
-        b = body[pos]
-        if b < 128:
-            add_ts(base_ts + ((b >> 1) ^ -(b & 1)))
-            pos += 1
-        else:
-            n, pos = decode_varint(body, pos)
-            add_ts(base_ts + n)
-        b = body[pos]
-        if b < 128:
-            add_offset(b >> 1)
-            pos += 1
-        elif body[pos + 1] < 128:
-            add_offset(((b & 127) | (body[pos + 1] << 7)) >> 1)
-            pos += 2
-        else:
-            n, pos = decode_varint(body, pos)
-            add_offset(n)
-        b = body[pos]
-        if b == 1:  # null key
-            add_key(None)
-            pos += 1
-        else:
-            if b < 128:
-                n = b >> 1
-                pos += 1
-            else:
-                n, pos = decode_varint(body, pos)
-            if n < 0:
-                raise CorruptRecordError(f"invalid key length {n}")
-            add_key(body[pos : pos + n])
-            pos += n
-        b = body[pos]
-        if b == 1:  # null value
-            add_value(None)
-            pos += 1
-        else:
-            if b < 128:
-                n = b >> 1
-                pos += 1
-            elif body[pos + 1] < 128:
-                n = ((b & 127) | (body[pos + 1] << 7)) >> 1
-                pos += 2
-            else:
-                n, pos = decode_varint(body, pos)
-            if n < 0:
-                raise CorruptRecordError(f"invalid value length {n}")
-            add_value(body[pos : pos + n])
-            pos += n
-        if body[pos] == 0:
-            pos += 1
-        else:
-            headers_at[index], pos = _headers(body, pos)
-    return pos
+class NativeRecords(DecodedRecords):
+    """The records of one batch decoded by the C decoder (``client._record_decoder``): it
+    checked the whole body when the batch was read and builds each ConsumerRecord straight
+    from the body's bytes when it is taken. The column slots of :class:`DecodedRecords` are
+    unused."""
+
+    __slots__ = ("native",)
+
+    def __init__(self, records: Any) -> None:  # a client._record_decoder.Records
+        self.native = records
+
+    def __len__(self) -> int:
+        return len(self.native)
+
+    def take(self, n: int) -> list[ConsumerRecord]:
+        """The next ``n`` records (fewer if fewer are left), as ConsumerRecords."""
+        return self.native.take(n)  # type: ignore[no-any-return]
 
 
-def _headers(body: bytes, pos: int) -> tuple[list[tuple[str, bytes | None]], int]:
-    count, pos = decode_varint(body, pos)
-    if count < 0 or count > len(body) - pos:
-        raise CorruptRecordError(f"invalid header count {count}")
-    out = []
-    for _ in range(count):
-        n, pos = decode_varint(body, pos)
-        if n < 0 or pos + n > len(body):
-            raise CorruptRecordError(f"invalid header key length {n}")
-        try:
-            key = body[pos : pos + n].decode()
-        except UnicodeDecodeError:
-            raise CorruptRecordError("header key is not UTF-8") from None
-        pos += n
-        n, pos = decode_varint(body, pos)
-        if n < 0:
-            out.append((key, None))
-        else:
-            out.append((key, body[pos : pos + n]))
-            pos += n
-    return out, pos
+def decode_native(
+    body: bytes,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    log_append_ts: int | None,
+    ts_type: int,
+    topic: str,
+    partition: int,
+    min_offset: int,
+) -> NativeRecords:
+    """:func:`decode_columns` by the C decoder (only when it is loaded)."""
+    assert _native is not None
+    return NativeRecords(
+        _native.Records(
+            body,
+            count,
+            base_offset,
+            base_ts,
+            log_append_ts,
+            ts_type,
+            topic,
+            partition,
+            min_offset,
+        )
+    )
+
+
+# what BatchCursor decodes v2 bodies with
+decode_body = decode_columns if _native is None else decode_native
 
 
 def iter_records(

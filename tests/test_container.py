@@ -75,7 +75,11 @@ def test_the_image_steps_give_a_working_broker(tmp_path: Path) -> None:
         capture_output=True,
     )
     # the client's C helpers were compiled by that install (the image's build stage has gcc)
-    subprocess.run([str(python), "-c", "import client._record_buffer"], cwd=tmp_path, check=True)
+    subprocess.run(
+        [str(python), "-c", "import client._record_buffer, client._record_decoder"],
+        cwd=tmp_path,
+        check=True,
+    )
     env = dict(os.environ)
     env.update(_dockerfile_env())
     env["ODRADEK_LOG_DIRS"] = str(tmp_path / "data")

@@ -9,7 +9,9 @@ values, headers, gaps in the offset deltas as compaction leaves them)."""
 
 from __future__ import annotations
 
+import random
 import struct
+from typing import Any
 
 import pytest
 from crc32c import crc32c
@@ -147,6 +149,25 @@ def test_uniform_batches_take_the_fast_path(
     def loop(*args: object) -> int:
         raise AssertionError("the record-at-a-time loop ran")
 
-    monkeypatch.setattr(client_records, "_decode_loop", loop)
+    monkeypatch.setattr(client_records, "decode_body", client_records.decode_columns)
+    monkeypatch.setattr(client_records, "decode_loop", loop)
     got = _decoded(data)
     assert got == [(i, ts, k, v) for i, (k, v, ts) in enumerate(records)]
+
+
+def test_mixed_sizes_are_not_decoded_a_run_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast_run call checks the whole rest of the batch (a binary search of strided
+    slices): records of mixed sizes (runs of one) go to the loop instead of a call each."""
+    calls: list[int] = []
+    real = client_records.fast_run
+
+    def counting(*args: Any) -> tuple[int, int] | None:
+        calls.append(args[3])
+        return real(*args)
+
+    monkeypatch.setattr(client_records, "decode_body", client_records.decode_columns)
+    monkeypatch.setattr(client_records, "fast_run", counting)
+    rng = random.Random(7)
+    records = [(None, bytes(rng.randrange(50, 150)), 1_700_000_000_000) for _ in range(3000)]
+    assert [r[3] for r in _decoded(reference_encode(records))] == [r[1] for r in records]
+    assert 1 <= len(calls) <= 3000 // 256 + 2
