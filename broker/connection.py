@@ -77,6 +77,9 @@ class Connection:
         self._reader_scope = anyio.CancelScope()
         self.last_active_s = time.monotonic()  # the last read or send (the idle sweep)
         self._idle_closed = False
+        # why a waiting request's task closed the connection (it cancels the whole group,
+        # the reader included, wherever the reader was: in recv, a send or a dispatch)
+        self._send_failure: str | None = None
         self._task_group: anyio.abc.TaskGroup
         self._handlers: dict[type, Any] = {
             m.ApiVersionsRequest: admin.api_versions,
@@ -129,6 +132,7 @@ class Connection:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
         buffer = memoryview(bytearray(_READ_BUFFER_BYTES))
+        reason: str | None = None  # None: the reader was cancelled by a failed send
         try:
             async with anyio.create_task_group() as tg:
                 self._task_group = tg
@@ -146,7 +150,7 @@ class Connection:
                     reason = "idle timeout" if self._idle_closed else "broker shutting down"
         finally:
             close_socket(self.sock)
-        self.log.debug("connection closed", reason=reason)
+        self.log.debug("connection closed", reason=reason or self._send_failure)
 
     async def _read_loop(
         self, decoder: FrameDecoder, buffer: memoryview, tg: anyio.abc.TaskGroup
@@ -213,6 +217,7 @@ class Connection:
             await self._answer(work, request)
         except _CONNECTION_ERRORS as exc:  # the peer is gone: so is the connection
             self.log.debug("cannot send response", error=repr(exc))
+            self._send_failure = f"cannot send a response: {exc!r}"
             self._task_group.cancel_scope.cancel()
         finally:
             self._in_flight.release()
