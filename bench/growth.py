@@ -83,28 +83,34 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     written = format_size(slices * params.slice_bytes)
     span = format_size(window * params.slice_bytes)
     figures = Figures()
-    first = f"produce, first {span}"
+    first = _first_and_last(
+        figures, "produce", rates, window, span, f"log at {written}",
+        f"{len(rates)} slices of {format_size(params.slice_bytes)}",
+    )  # fmt: skip
+    figures.add("produce, slowest slice", min(rates), "MB/s", baseline=first)
+    _first_and_last(
+        figures, "raw os.write", raw_rates, window, span, f"file at {written}",
+        "the same batches, after each broker slice",
+    )  # fmt: skip
+    return figures.items
+
+
+def _first_and_last(
+    figures: Figures, what: str, rates: list[float], window: int, span: str, at: str, note: str
+) -> str:
+    """Add the rate over the first and over the last ``window`` slices (against the first);
+    returns the first figure's name."""
+    first = f"{what}, first {span}"
     figures.add(first, _mean_rate(rates[:window]), "MB/s", is_baseline=True)
     figures.add(
-        f"produce, last {span} (log at {written})",
+        f"{what}, last {span} ({at})",
         _mean_rate(rates[-window:]),
         "MB/s",
         baseline=first,
         samples=rates,
-        note=f"{len(rates)} slices of {format_size(params.slice_bytes)}",
+        note=note,
     )
-    figures.add("produce, slowest slice", min(rates), "MB/s", baseline=first)
-    raw_first = f"raw os.write, first {span}"
-    figures.add(raw_first, _mean_rate(raw_rates[:window]), "MB/s", is_baseline=True)
-    figures.add(
-        f"raw os.write, last {span} (file at {written})",
-        _mean_rate(raw_rates[-window:]),
-        "MB/s",
-        baseline=raw_first,
-        samples=raw_rates,
-        note="the same batches, after each broker slice",
-    )
-    return figures.items
+    return first
 
 
 def _dirty_bytes() -> tuple[int, int]:

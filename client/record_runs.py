@@ -361,26 +361,23 @@ def _headers(body: bytes, pos: int, index: int) -> tuple[list[tuple[str, bytes |
 
 def varint(body: bytes, pos: int) -> tuple[int, int]:
     """A zig-zag varint (at most 5 bytes, 32 bits) at ``body[pos]``; ``(value, next_pos)``."""
-    raw = shift = 0
-    while True:
-        b = body[pos]
-        pos += 1
-        if shift == 28 and b > 0x0F:
-            raise CorruptRecordError("varint longer than 5 bytes or beyond 32 bits")
-        raw |= (b & 0x7F) << shift
-        if b < 128:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
+    return _zigzag(body, pos, 28, 0x0F, "varint longer than 5 bytes or beyond 32 bits")
 
 
 def varlong(body: bytes, pos: int) -> tuple[int, int]:
     """A zig-zag varlong (at most 10 bytes, 64 bits) at ``body[pos]``; ``(value, next_pos)``."""
+    return _zigzag(body, pos, 63, 0x01, "varlong longer than 10 bytes or beyond 64 bits")
+
+
+def _zigzag(body: bytes, pos: int, last_shift: int, last_max: int, error: str) -> tuple[int, int]:
+    """A zig-zag LEB128 number whose byte at ``last_shift`` (the last one allowed) is at most
+    ``last_max``: longer or bigger is corrupt."""
     raw = shift = 0
     while True:
         b = body[pos]
         pos += 1
-        if shift == 63 and b > 1:
-            raise CorruptRecordError("varlong longer than 10 bytes or beyond 64 bits")
+        if shift == last_shift and b > last_max:
+            raise CorruptRecordError(error)
         raw |= (b & 0x7F) << shift
         if b < 128:
             return (raw >> 1) ^ -(raw & 1), pos

