@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import anyio
 
-__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "send_now", "sendfile_all"]
+from protocol.frames import Buffer, byte_views, drop_sent
 
-Buffer = bytes | bytearray | memoryview
+__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "send_now", "sendfile_all"]
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -49,7 +49,7 @@ async def recv_into(sock: socket.socket, buffer: bytearray | memoryview) -> int:
 def send_now(sock: socket.socket, buffers: Sequence[Buffer]) -> list[memoryview]:
     """Write what the socket takes now, in order, with vectored ``sendmsg`` calls; returns
     the views still to send (empty when everything went out)."""
-    views = [memoryview(b).cast("B") for b in buffers if len(b)]
+    views = byte_views(buffers)
     while views:
         try:
             sent = sock.sendmsg(views[:512])  # IOV_MAX is 1024 on Linux
@@ -57,14 +57,7 @@ def send_now(sock: socket.socket, buffers: Sequence[Buffer]) -> list[memoryview]
             break
         except InterruptedError:
             continue
-        while sent:
-            head = views[0]
-            if sent >= len(head):
-                sent -= len(head)
-                views.pop(0)
-            else:
-                views[0] = head[sent:]
-                sent = 0
+        drop_sent(views, sent)
     return views
 
 

@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from client.core import ProtocolCore, ProtocolViolation
 from client.errors import KafkaConnectionError
 from protocol import messages as m
-from protocol.frames import Buffer
+from protocol.frames import Buffer, byte_views, drop_sent
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
@@ -32,17 +32,9 @@ _IOV_MAX = 512
 
 def sendmsg_all(sock: socket.socket, parts: Sequence[Buffer]) -> None:
     """Write every part with as few ``sendmsg`` calls as the kernel allows."""
-    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    views = byte_views(parts)
     while views:
-        sent = sock.sendmsg(views[:_IOV_MAX])
-        while sent:
-            head = views[0]
-            if sent >= len(head):
-                sent -= len(head)
-                views.pop(0)
-            else:
-                views[0] = head[sent:]
-                sent = 0
+        drop_sent(views, sock.sendmsg(views[:_IOV_MAX]))
 
 
 class BlockingConnection:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "FRAME_PREFIX_BYTES",
@@ -40,6 +40,8 @@ __all__ = [
     "FrameError",
     "FrameTooLarge",
     "MalformedFrame",
+    "byte_views",
+    "drop_sent",
     "encode_frame",
     "frame_prefix",
 ]
@@ -82,6 +84,23 @@ def encode_frame(*parts: Buffer) -> bytes:
     """One complete frame whose body is the concatenation of ``parts``."""
     body_len = sum(memoryview(part).nbytes for part in parts)
     return b"".join([frame_prefix(body_len), *parts])
+
+
+def byte_views(parts: Iterable[Buffer]) -> list[memoryview]:
+    """Byte views of the non-empty ``parts``, for vectored writes (``sendmsg``)."""
+    return [memoryview(p).cast("B") for p in parts if len(p)]
+
+
+def drop_sent(views: list[memoryview], sent: int) -> None:
+    """Remove the first ``sent`` bytes from ``views`` in place (after a partial write)."""
+    while sent:
+        head = views[0]
+        if sent >= len(head):
+            sent -= len(head)
+            views.pop(0)
+        else:
+            views[0] = head[sent:]
+            sent = 0
 
 
 def _byte_view(data: Buffer) -> memoryview:

@@ -178,3 +178,16 @@ def test_non_byte_buffers_are_read_as_bytes() -> None:
     decoder = FrameDecoder(100)
     decoder.feed(shorts)
     assert decoder.next_frame() == b"AB"
+
+
+def test_drop_sent_removes_written_bytes_across_views() -> None:
+    from protocol.frames import byte_views, drop_sent
+
+    views = byte_views([b"abc", b"", bytearray(b"de"), memoryview(b"fgh")])
+    assert [bytes(v) for v in views] == [b"abc", b"de", b"fgh"]  # the empty part is gone
+    drop_sent(views, 4)  # all of the first view and one byte of the second
+    assert [bytes(v) for v in views] == [b"e", b"fgh"]
+    drop_sent(views, 0)
+    assert [bytes(v) for v in views] == [b"e", b"fgh"]
+    drop_sent(views, 4)
+    assert views == []
