@@ -117,13 +117,18 @@ class BrokerProcess:
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.lines if e.get("event") == name]
 
-    def wait_for_events(self, name: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
-        """The log lines named ``name``, waiting up to ``timeout_s`` for one: a line the
-        broker wrote just before closing a socket may not have been parsed yet."""
+    def wait_for_events(
+        self, name: str, *, count: int = 1, since_line: int = 0, timeout_s: float = 5.0
+    ) -> list[dict[str, Any]]:
+        """The log lines named ``name`` from line ``since_line`` on, waiting up to
+        ``timeout_s`` for ``count`` of them: a line the broker wrote just before closing a
+        socket may not have been parsed yet. Returns what there is when the time is up."""
         deadline = time.monotonic() + timeout_s
-        while not (found := self.events(name)) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return found
+        while True:
+            found = [e for e in self.lines[since_line:] if e.get("event") == name]
+            if len(found) >= count or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.01)  # the stderr reader thread parses lines as they come
 
     def stop(self, timeout_s: float = 30.0) -> int:
         """SIGTERM (a clean shutdown) and wait; returns the exit status."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,19 +57,17 @@ class Isolation:
 
     def wait_for(self, name: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
         """The broker's log lines named ``name`` since the test began (waits for one)."""
-        deadline = time.monotonic() + timeout_s
-        while not (found := self.events(name)) and time.monotonic() < deadline:
-            time.sleep(0.01)  # the stderr reader thread parses lines as they come
+        found = self.broker.wait_for_events(name, since_line=self.first_line, timeout_s=timeout_s)
         assert found, f"no {name!r} event; got {self.broker.lines[self.first_line :]}"
         return found
 
     def closed_reason(self) -> str:
         """The reason of the next connection closed since the last call (waits for it)."""
-        deadline = time.monotonic() + 5.0
-        while len(found := self.events("closing connection")) <= self.reasons_read:
-            assert time.monotonic() < deadline, f"no new 'closing connection' in {found}"
-            time.sleep(0.01)  # the stderr reader thread parses lines as they come
         self.reasons_read += 1
+        found = self.broker.wait_for_events(
+            "closing connection", count=self.reasons_read, since_line=self.first_line
+        )
+        assert len(found) >= self.reasons_read, f"no new 'closing connection' in {found}"
         return found[self.reasons_read - 1]["reason"]
 
     def connect(self) -> Wire:
