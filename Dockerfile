@@ -1,20 +1,23 @@
 # odradek broker image: docker build -t odradek . && docker run -p 9092:9092 odradek
+# The build stage builds the wheel (what `make dist` builds and users install); the image
+# installs that wheel and takes nothing else from the source tree but the shipped config.
 FROM python:3.11-slim AS build
-# a C compiler for the client's optional C helpers (client/native.py); only this stage has it
+# a C compiler for the client's C helpers (odradek/client/native.py); only this stage has it
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
 FROM python:3.11-slim
 RUN groupadd --system --gid 10001 odradek \
     && useradd --system --uid 10001 --gid odradek --home-dir /var/lib/odradek --no-create-home odradek \
     && mkdir -p /var/lib/odradek/logs \
     && chown -R odradek:odradek /var/lib/odradek
-COPY --from=build /install /usr/local
+COPY --from=build /dist /tmp/dist
+RUN pip install --no-cache-dir /tmp/dist/odradek-*.whl && rm -rf /tmp/dist
 COPY config/server.properties /etc/odradek/server.properties
 # Any broker key can be set as ODRADEK_<KEY> (upper case, dots to underscores).
 ENV ODRADEK_LOG_DIRS=/var/lib/odradek/logs \

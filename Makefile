@@ -4,11 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test reliability lint format bench clean
+.PHONY: install run test dist reliability lint format bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard client/*.c)
+$(STAMP): pyproject.toml $(wildcard odradek/client/*.c)
+	@command -v java >/dev/null 2>&1 || { \
+		echo "Java 17 (for PySpark) is missing: installing Debian's openjdk-17-jre-headless"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -17,12 +20,18 @@ $(STAMP): pyproject.toml $(wildcard client/*.c)
 run: $(STAMP)
 	$(VENV)/bin/odradek serve --config config/server.properties
 
-# The second pytest run puts the client on its pure-Python paths (client/native.py).
+# The second pytest run puts the client on its pure-Python paths (odradek/client/native.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
-	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/pyspark_odradek/test_decode.py
+	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py
+
+# The sdist and the wheel (built from the sdist), checked as a package index checks them.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
 
 # The long reliability runs (the fast part of each suite is in `make test`).
 reliability: $(STAMP) $(VENV)/.bench-installed
@@ -45,4 +54,4 @@ $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 	touch $@
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) data dist .pytest_cache .hypothesis build *.egg-info

@@ -32,9 +32,9 @@ from bench.common import (
     median,
     percentile,
 )
-from protocol import messages as m
-from protocol.records import BatchBuilder, encode_batch
-from storage.cleaner.clean import (
+from odradek.protocol import messages as m
+from odradek.protocol.records import BatchBuilder, encode_batch
+from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
     clean_group,
@@ -42,10 +42,10 @@ from storage.cleaner.clean import (
     finish_pass,
     plan_groups,
 )
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import cleanable_log
-from storage.config import LogConfig
-from storage.log import Log
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import cleanable_log
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 

@@ -8,8 +8,8 @@ A benchmark module (listed in :data:`bench.__main__.BENCHMARKS`) provides:
 * ``run(params, scratch, say) -> list[Figure]``: the measurements, in table order. ``scratch``
   is an empty temporary directory the runner deletes afterwards; ``say`` prints progress.
 
-Rules (DESIGN §10): the machine is shared and noisy, so every speed figure is reported as a
-ratio to a baseline measured in the same run, repeats of a figure and of its baseline are
+Rules (docs/architecture.md §10): the machine is shared and noisy, so every speed figure is reported
+as a ratio to a baseline measured in the same run, repeats of a figure and of its baseline are
 interleaved (:func:`interleaved`), and the median of the repeats is what is reported.
 Units: MB = 10**6 bytes, MiB = 2**20 bytes; ``ratio`` is always ``value / baseline value``.
 """

@@ -6,11 +6,11 @@ One broker process; every client runs in its own process, as an application woul
    native protocol, 64 requests in flight, acks=1 — what the broker can ingest when the
    client costs nothing. Records/s.
 2. ``Producer, acks=1`` / ``acks=all``: ``odradek perf produce`` (the public
-   :class:`client.Producer`, one record per ``send()``), ``num_records`` 100-byte records;
+   :class:`odradek.client.Producer`, one record per ``send()``), ``num_records`` 100-byte records;
    acks=1 against 1, acks=all against acks=1 (goal: at least 0.5).
 3. ``raw fetch reader`` (baseline): back-to-back 8 MiB Fetches of the same topic that only
    find the next offset (see ``bench.fetch``); ``Consumer`` = ``odradek perf consume``
-   iterating every record through the public :class:`client.Consumer`. Records/s.
+   iterating every record through the public :class:`odradek.client.Consumer`. Records/s.
 4. Latency: a producer process sends at ``latency_rate`` records/s (``linger_ms`` 0, acks=1),
    each value starting with its ``time.time_ns()`` at ``send()``; the consumer (this
    process) takes ``now - stamp`` for each record. p50/p99/p99.9 against the median round
@@ -33,7 +33,7 @@ from pathlib import Path
 from bench.common import Figure, Figures, Stopwatch, median, percentile
 from bench.fetch import Params as FetchParams
 from bench.fetch import fill_partition, read_partition
-from protocol import messages as m
+from odradek.protocol import messages as m
 from tests.broker.wire import Wire
 from tests.broker_process import REPO, BrokerProcess
 
@@ -107,7 +107,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
 
 def _odradek(*args: str) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", *args, "--json"],
+        [sys.executable, "-m", "odradek.cli.main", *args, "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -147,7 +147,7 @@ def _pings(port: int, count: int) -> list[float]:
 
 def _latency(bootstrap: str, params: Params) -> list[float]:
     """Produce-to-consume latencies (ms) of every record a paced producer sends."""
-    from client import Admin, Consumer, NewTopic, TopicPartition
+    from odradek.client import Admin, Consumer, NewTopic, TopicPartition
 
     topic = "latency"
     with Admin(bootstrap) as admin:
@@ -181,7 +181,7 @@ def _latency(bootstrap: str, params: Params) -> list[float]:
 
 def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, size: int) -> None:
     """Send ``total`` records at ``rate``/s, each stamped with ``time.time_ns()``."""
-    from client import Producer
+    from odradek.client import Producer
 
     padding = os.urandom(max(0, size - _STAMP.size))
     with Producer(bootstrap, acks=1, linger_ms=0) as producer:

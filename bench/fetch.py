@@ -1,8 +1,8 @@
 """Fetch serving: a raw reader against the broker, and plain loopback ``os.sendfile``.
 
 The broker answers a Fetch by writing a small header and then the segment bytes with
-``os.sendfile`` (DESIGN §4). This measures how close that comes to the machine's own loopback
-sendfile, in the same run:
+``os.sendfile`` (docs/architecture.md §5). This measures how close that comes to the machine's own
+loopback sendfile, in the same run:
 
 1. Fill: one partition with ``data_bytes`` of 100-byte records in 16 KiB batches, produced
    over the native protocol (pipelined, acks=1), then a clean broker restart so the log is
@@ -32,8 +32,8 @@ from pathlib import Path
 from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
-from protocol import messages as m
-from protocol.records import HEADER_SIZE, parse_batch_header
+from odradek.protocol import messages as m
+from odradek.protocol.records import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 

@@ -38,11 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Figure, Figures, median, percentile
-from broker.groups.offsets import OffsetKey, OffsetValue, encode_offset_key, encode_offset_value
-from client import Consumer, TopicPartition
-from protocol import messages as m
-from protocol.errors import ErrorCode as E
-from protocol.records import encode_batch
+from odradek.broker.groups.offsets import (
+    OffsetKey,
+    OffsetValue,
+    encode_offset_key,
+    encode_offset_value,
+)
+from odradek.client import Consumer, TopicPartition
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode as E
+from odradek.protocol.records import encode_batch
 from tests.broker.test_groups_api import FAST, Member, form_generation
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess

@@ -268,7 +268,9 @@ def _workloads(
 
 
 def _odradek(*args: str) -> dict[str, float]:
-    return _json_line([sys.executable, "-m", "cli.main", *args, "--json"], f"odradek {args[1]}")
+    return _json_line(
+        [sys.executable, "-m", "odradek.cli.main", *args, "--json"], f"odradek {args[1]}"
+    )
 
 
 def _client(*args: str) -> float:

@@ -99,7 +99,8 @@ def _start_workers(
 ) -> list[subprocess.Popen[bytes] | multiprocessing.process.BaseProcess]:
     records = int(params.events_per_s * params.duration_s * 2)  # paced: runs past the end
     produce = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "perf", "produce", "--bootstrap-server", bootstrap,
+        [sys.executable, "-m", "odradek.cli.main", "perf", "produce", "--bootstrap-server",
+        bootstrap,
          "--topic", "events", "--num-records", str(records), "--throughput",
          str(params.events_per_s), "--acks", "1"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -185,7 +186,7 @@ def _figures(
 
 
 def _keyed_producer(bootstrap: str, params: Params) -> None:
-    from client import Producer
+    from odradek.client import Producer
 
     with Producer(bootstrap, acks=1, linger_ms=5) as producer:
         started, sent = time.perf_counter(), 0
@@ -200,7 +201,7 @@ def _keyed_producer(bootstrap: str, params: Params) -> None:
 
 
 def _follower(bootstrap: str) -> None:
-    from client import Consumer, TopicPartition
+    from odradek.client import Consumer, TopicPartition
 
     with Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
         tp = TopicPartition("events", 0)
@@ -212,7 +213,7 @@ def _follower(bootstrap: str) -> None:
 
 def _group_churn(bootstrap: str, params: Params) -> None:
     """Group members come and go: each joins, reads for ``churn_every_s``, commits, leaves."""
-    from client import Consumer
+    from odradek.client import Consumer
 
     while True:
         consumer = Consumer(

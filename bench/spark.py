@@ -1,7 +1,7 @@
 """Spark batch read and write through the ``odradek`` data source, against Parquet.
 
 One broker process and one local Spark session (``local[2]``, shuffle partitions 2, UI off,
-workers on this interpreter: the session of the Spark tests, DESIGN §12):
+workers on this interpreter: the session of the Spark tests, docs/spark.md):
 
 1. Fill: ``partitions`` topics of one partition each (``spark-read-<i>``) with ``read_records``
    100-byte random values in all, as pre-built 16 KiB batches over the native protocol
@@ -40,7 +40,7 @@ from bench.fetch import Params as FetchParams
 from bench.fetch import fill_partition
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
-from protocol import messages as m
+from odradek.protocol import messages as m
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
@@ -72,7 +72,7 @@ class Params:
 def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     from pyspark.sql import functions as F
 
-    from tests.pyspark_odradek import spark_support
+    from tests.spark import spark_support
 
     broker = BrokerProcess([scratch / "logs"]).start()
     try:

@@ -1,6 +1,6 @@
 """Storage benchmark: append throughput, random offset lookup latency, recovery speed.
 
-Every figure has a baseline measured in the same run on the same files (DESIGN §10):
+Every figure has a baseline measured in the same run on the same files (docs/architecture.md §10):
 
 1. Baselines: raw ``os.write`` of the same pre-built batches to a plain file, with no fsync,
    with one final fsync, and with an fsync every ``flush_every_bytes``.
@@ -42,9 +42,9 @@ from bench.common import (
     median,
     percentile,
 )
-from protocol.records import BatchBuilder, parse_batch_header
-from storage.config import LogConfig
-from storage.log import Log
+from odradek.protocol.records import BatchBuilder, parse_batch_header
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
 
 __all__ = ["TITLE", "Params", "build_batches", "run"]
 

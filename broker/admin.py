@@ -10,15 +10,15 @@ from __future__ import annotations
 import anyio
 import anyio.to_thread
 
-from broker.config import EMBEDDED_DEFAULTS
-from broker.context import BrokerContext
-from broker.errors import error_code_for
-from broker.groups.offsets import OFFSETS_TOPIC
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from storage.config import CONFIG_KEYS
-from storage.errors import InvalidTopicError, StorageError
-from storage.topics import validate_topic_name
+from odradek.broker.config import EMBEDDED_DEFAULTS
+from odradek.broker.context import BrokerContext
+from odradek.broker.errors import error_code_for
+from odradek.broker.groups.offsets import OFFSETS_TOPIC
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.storage.config import CONFIG_KEYS
+from odradek.storage.errors import InvalidTopicError, StorageError
+from odradek.storage.topics import validate_topic_name
 
 __all__ = ["AdminApi"]
 

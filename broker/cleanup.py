@@ -1,29 +1,29 @@
 """Background log cleanup: retention (``cleanup.policy=delete``) and compaction (``compact``).
 
-Task tree (started by :class:`broker.server.Server` in its background task group)::
+Task tree (started by :class:`odradek.broker.server.Server` in its background task group)::
 
     run_cleanup(ctx)
     ├── retention loop        every log.retention.check.interval.ms, on the event loop
     └── cleaner loops, log.cleaner.threads of them (if log.cleaner.enable)
 
-**Retention** (:mod:`storage.retention`) is metadata work plus a few renames, so it runs on
+**Retention** (:mod:`odradek.storage.retention`) is metadata work plus a few renames, so it runs on
 the event-loop thread, where appends run: nothing can append between choosing segments and
 removing them. Each deletion is logged (one line per rule per partition); afterwards the offset
 checkpoints are written (the log start offset moved). Segments whose
 ``file.delete.delay.ms`` has passed are then closed and unlinked in a worker thread, except
 those of a log the cleaner is reading right now (their fds must stay open until it is done).
 
-**Compaction** (:mod:`storage.cleaner`): a cleaner loop picks the filthiest cleanable log no
+**Compaction** (:mod:`odradek.storage.cleaner`): a cleaner loop picks the filthiest cleanable log no
 other cleaner holds (or sleeps ``log.cleaner.backoff.ms`` when there is none), then:
 
 1. builds the offset map in a worker thread (``anyio.to_thread.run_sync``);
 2. plans the groups on the event loop;
 3. per group: writes the ``.cleaned`` segment in a worker thread, then swaps it in on the event
-   loop (:meth:`storage.log.Log.replace_segments`: a few renames, one directory fsync), so the
-   segment list only ever changes on the thread that appends and reads.
+   loop (:meth:`odradek.storage.log.Log.replace_segments`: a few renames, one directory fsync), so
+   the segment list only ever changes on the thread that appends and reads.
 
 The worker threads read only inactive (immutable) segments. Every batch read or written passes
-through ``throttle``: Kafka's :class:`~storage.cleaner.throttle.Throttler` at
+through ``throttle``: Kafka's :class:`~odradek.storage.cleaner.throttle.Throttler` at
 ``log.cleaner.io.max.bytes.per.second`` (shared by the cleaner threads), plus
 ``anyio.from_thread.check_cancelled()``, so a shutdown abandons a pass within one batch (its
 ``.cleaned`` files are deleted; the loader deletes any a crash leaves), plus a ``time.sleep(0)``
@@ -44,8 +44,8 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from broker.context import BrokerContext
-from storage.cleaner.clean import (
+from odradek.broker.context import BrokerContext
+from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
     clean_group,
@@ -53,12 +53,12 @@ from storage.cleaner.clean import (
     finish_pass,
     plan_groups,
 )
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import CleanableLog, choose_log
-from storage.cleaner.throttle import Throttler
-from storage.log import Log
-from storage.retention import apply_retention
-from storage.segment import LogSegment
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import CleanableLog, choose_log
+from odradek.storage.cleaner.throttle import Throttler
+from odradek.storage.log import Log
+from odradek.storage.retention import apply_retention
+from odradek.storage.segment import LogSegment
 
 __all__ = ["run_cleaner", "run_cleanup", "run_retention"]
 

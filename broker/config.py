@@ -7,7 +7,8 @@ listener), the properties file, ``ODRADEK_*`` environment variables (``ODRADEK_L
 :class:`ConfigError` naming the key, the value and where it came from.
 
 Topic-level defaults (``log.segment.bytes`` → ``segment.bytes`` …) come from the keys each
-:class:`storage.config.ConfigKey` lists as its broker keys, so one table defines each mapping.
+:class:`odradek.storage.config.ConfigKey` lists as its broker keys, so one table defines each
+mapping.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
-from storage.errors import InvalidConfigError
+from odradek.storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
+from odradek.storage.errors import InvalidConfigError
 
 __all__ = ["BrokerConfig", "ConfigError", "Listener", "load_config"]
 

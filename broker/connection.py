@@ -30,13 +30,13 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from broker.admin import AdminApi
-from broker.context import BrokerContext
-from broker.data import DataApi, Reply
-from broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.frames import FrameDecoder, FrameError
+from odradek.broker.admin import AdminApi
+from odradek.broker.context import BrokerContext
+from odradek.broker.data import DataApi, Reply
+from odradek.broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import FrameDecoder, FrameError
 
 __all__ = ["Connection"]
 

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from broker.config import BrokerConfig, Listener
-from broker.durability import GroupCommit
-from storage.errors import is_resource_exhaustion
-from storage.log import Log
-from storage.manager import LogManager
+from odradek.broker.config import BrokerConfig, Listener
+from odradek.broker.durability import GroupCommit
+from odradek.storage.errors import is_resource_exhaustion
+from odradek.storage.log import Log
+from odradek.storage.manager import LogManager
 
 if TYPE_CHECKING:
-    from broker.groups.api import GroupApi
+    from odradek.broker.groups.api import GroupApi
 
 __all__ = ["BrokerContext"]
 

@@ -3,7 +3,7 @@
 Produce appends on the event loop: a page-cache write of one request's batches (``pwritev``)
 costs less than handing it to a worker thread, and doing every append on the loop keeps one
 writer per partition and per-partition order with no lock. The fsync for ``acks=all`` is the
-only slow part, and it runs in the group-commit thread (:mod:`broker.durability`).
+only slow part, and it runs in the group-commit thread (:mod:`odradek.broker.durability`).
 
 Fetch builds its response header from segment positions alone (:class:`FileRegion`), and the
 connection sends the bytes with ``os.sendfile``: records never pass through Python objects.
@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from broker.context import BrokerContext
-from broker.errors import error_code_for
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.frames import Buffer
-from storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
-from storage.log import Log
-from storage.segment import FileRegion
-from storage.topics import validate_topic_name
+from odradek.broker.context import BrokerContext
+from odradek.broker.errors import error_code_for
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import Buffer
+from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
+from odradek.storage.log import Log
+from odradek.storage.segment import FileRegion
+from odradek.storage.topics import validate_topic_name
 
 __all__ = ["DataApi", "Reply"]
 
@@ -50,7 +50,7 @@ class DataApi:
         try:
             return self.ctx.manager.get_log(topic, partition)
         except UnknownTopicOrPartitionError:
-            validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION (DESIGN §3)
+            validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION
             raise
 
     # -- Produce ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 import anyio
 import anyio.to_thread
 
-from storage.log import Log
+from odradek.storage.log import Log
 
 __all__ = ["GroupCommit"]
 

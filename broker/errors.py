@@ -1,11 +1,11 @@
-"""The one place where exceptions become Kafka error codes (DESIGN §4)."""
+"""The one place where exceptions become Kafka error codes (docs/architecture.md §5)."""
 
 from __future__ import annotations
 
-from protocol.compression import CompressionError
-from protocol.errors import ErrorCode
-from protocol.records import CorruptRecordError
-from storage.errors import (
+from odradek.protocol.compression import CompressionError
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import CorruptRecordError
+from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
     LogDirOfflineError,

@@ -2,7 +2,7 @@
 
 Why not anyio's ``SocketStream``: on the asyncio backends a stream owns its socket through an
 asyncio transport, and a probe that called ``os.sendfile`` on the stream's raw socket hung on
-asyncio and uvloop (DESIGN §13). Sockets that no transport owns, waited on with
+asyncio and uvloop (docs/architecture.md §3). Sockets that no transport owns, waited on with
 ``anyio.wait_readable`` / ``anyio.wait_writable``, serve sendfile on asyncio, uvloop and trio.
 Every call tries the syscall first and waits only on ``BlockingIOError``.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from protocol.frames import Buffer, byte_views, drop_sent
+from odradek.protocol.frames import Buffer, byte_views, drop_sent
 
 __all__ = ["close_socket", "listen", "recv_into", "send_buffers", "send_now", "sendfile_all"]
 

@@ -29,16 +29,16 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from broker.admin import AdminApi
-from broker.cleanup import run_cleanup
-from broker.config import BrokerConfig, Listener
-from broker.connection import Connection
-from broker.context import BrokerContext
-from broker.data import DataApi
-from broker.groups.api import GroupApi
-from broker.logs import get_logger
-from broker.net import close_socket, listen
-from storage.manager import LogManager
+from odradek.broker.admin import AdminApi
+from odradek.broker.cleanup import run_cleanup
+from odradek.broker.config import BrokerConfig, Listener
+from odradek.broker.connection import Connection
+from odradek.broker.context import BrokerContext
+from odradek.broker.data import DataApi
+from odradek.broker.groups.api import GroupApi
+from odradek.broker.logs import get_logger
+from odradek.broker.net import close_socket, listen
+from odradek.storage.manager import LogManager
 
 __all__ = ["Server", "run_server"]
 

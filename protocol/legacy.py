@@ -28,8 +28,8 @@ legacy entries never carry headers.
 
 Limitation: Kafka brokers before 0.10 (and therefore v0 lz4 wrappers) wrote an LZ4 frame whose
 header checksum was computed over the wrong bytes (KAFKA-3160). The lz4 codec of
-:mod:`protocol.compression` checks that byte, so such a wrapper is reported as corrupt rather
-than decoded. lz4 in v1 wrappers (the fixed framing) decodes normally.
+:mod:`odradek.protocol.compression` checks that byte, so such a wrapper is reported as corrupt
+rather than decoded. lz4 in v1 wrappers (the fixed framing) decodes normally.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import struct
 import zlib
 from typing import NamedTuple
 
-from protocol import compression as _compression
-from protocol.records import (
+from odradek.protocol import compression as _compression
+from odradek.protocol.records import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     Buffer,
@@ -93,7 +93,7 @@ def validate_legacy_entry(buf: Buffer, pos: int = 0) -> LegacyEntry:
     """Check the v0/v1 entry at ``buf[pos:]``: length, magic and CRC-32. Returns its header.
 
     The buffer may continue past the entry; it may not end before it. Raises
-    :class:`~protocol.records.CorruptRecordError` naming the first rule that fails.
+    :class:`~odradek.protocol.records.CorruptRecordError` naming the first rule that fails.
     """
     available = len(buf) - pos
     if available < LOG_OVERHEAD + RECORD_OVERHEAD_V0:

@@ -8,13 +8,13 @@ record's offset delta, timestamp, key, value and headers, the timestamp type, pr
 epoch, base sequence, partition leader epoch and the transactional flag. The new batch gets a
 new length and CRC. Control batches are never re-encoded.
 
-The input must be one batch that passed :func:`protocol.records.validate_client_batch` (so its
-offset deltas are ``0 .. recordCount - 1``, which :class:`BatchBuilder` reproduces).
+The input must be one batch that passed :func:`odradek.protocol.records.validate_client_batch` (so
+its offset deltas are ``0 .. recordCount - 1``, which :class:`BatchBuilder` reproduces).
 """
 
 from __future__ import annotations
 
-from protocol.records import (
+from odradek.protocol.records import (
     BatchBuilder,
     Buffer,
     Compression,

@@ -19,7 +19,7 @@ Byte layout of one batch (big-endian; the 12-byte prefix is Kafka's ``LOG_OVERHE
     57     4     recordCount           int32
     61     ...   records               compressed as a whole when the codec is not "none"
 
-Each record (zig-zag varints, see :mod:`protocol.varint`)::
+Each record (zig-zag varints, see :mod:`odradek.protocol.varint`)::
 
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength varint (-1 = null) | key | valueLength varint (-1 = null) | value |
@@ -40,8 +40,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from protocol import compression as _compression
-from protocol.varint import VarintError, decode_varint, encode_varint
+from odradek.protocol import compression as _compression
+from odradek.protocol.varint import VarintError, decode_varint, encode_varint
 
 __all__ = [
     "HEADER_SIZE",

@@ -1,7 +1,8 @@
 """Atomic file replacement: the one way odradek writes a file that already may exist.
 
 Every checkpoint, ``meta.properties``, ``partition.metadata`` and the clean-shutdown marker is
-written through :func:`write_atomically` (DESIGN §3); nothing else rewrites such a file in place.
+written through :func:`write_atomically` (docs/architecture.md §4); nothing else rewrites such a
+file in place.
 
 Layout: ``<dir>/<name>`` is the live file; ``<dir>/<name>.tmp`` is the scratch copy, the name
 Kafka uses too (``CheckpointFile`` writes ``<file>.tmp``). Readers only ever open ``<name>``.

@@ -1,8 +1,8 @@
 """Kafka's offset and leader-epoch checkpoints, the clean-shutdown marker and the dir lock.
 
-Also the conventions every small state file shares (:mod:`storage.meta_properties` and
-:mod:`storage.partition_metadata` build on them): text is UTF-8, lines end in ``\\n``; readers
-also take ``\\r\\n`` as Java does; a file that exists but does not parse is a
+Also the conventions every small state file shares (:mod:`odradek.storage.meta_properties` and
+:mod:`odradek.storage.partition_metadata` build on them): text is UTF-8, lines end in ``\\n``;
+readers also take ``\\r\\n`` as Java does; a file that exists but does not parse is a
 :class:`CheckpointError` naming the file, the line and the problem.
 
 Layouts:
@@ -32,8 +32,8 @@ Invariants:
 
 Crash safety:
 1. Every writer builds the whole file in memory, then hands it to
-   ``storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves the
-   old or the new file, never a mix, and a stale ``.tmp`` is never read.
+   ``odradek.storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves
+   the old or the new file, never a mix, and a stale ``.tmp`` is never read.
 2. ``consume_clean_shutdown`` reads the marker, deletes it and fsyncs the dir *before* returning,
    so once the broker starts mutating logs a crash can never be mistaken for a clean shutdown.
    A marker that does not parse counts as an unclean shutdown (a full recovery is the safe side).
@@ -53,9 +53,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from storage.atomic import fsync_directory, write_atomically
-from storage.errors import InvalidTopicError, StorageError
-from storage.topics import validate_topic_name
+from odradek.storage.atomic import fsync_directory, write_atomically
+from odradek.storage.errors import InvalidTopicError, StorageError
+from odradek.storage.topics import validate_topic_name
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",

@@ -4,7 +4,7 @@ Each :class:`ConfigKey` ties a Kafka topic-level name (``segment.bytes``) to the
 :class:`LogConfig` that holds it (``segment_bytes``, units in the name), its parser, its lower
 bound and the broker-level key that supplies its default (``log.segment.bytes``). A topic's
 effective config is the broker defaults with the topic's overrides applied; an unknown key or a
-value that does not parse is an :class:`~storage.errors.InvalidConfigError` naming both.
+value that does not parse is an :class:`~odradek.storage.errors.InvalidConfigError` naming both.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from storage.errors import InvalidConfigError
+from odradek.storage.errors import InvalidConfigError
 
 __all__ = ["CONFIG_KEYS", "ConfigKey", "LogConfig"]
 

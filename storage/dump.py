@@ -23,8 +23,8 @@ Every printed line is a :class:`Line`, whose ``status`` says what it reports:
 
 1. ``0``: nothing wrong.
 2. ``1`` (``STATUS_INVALID``): invalid data. In a ``.log`` the walk stops at the first entry that
-   fails validation (size, magic, CRC — :func:`storage.scan.validated_entries`): that entry is
-   printed with ``isvalid: false`` when its bytes are all there, followed by one line giving
+   fails validation (size, magic, CRC — :func:`odradek.storage.scan.validated_entries`): that entry
+   is printed with ``isvalid: false`` when its bytes are all there, followed by one line giving
    the position where valid data ends and how many bytes from there on are invalid. Also: index
    entries that do not match the log, an index whose ``.log`` is missing, a torn index file, an
    index that fails the sanity check, records that do not decode.
@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.legacy import decode_legacy_records
-from protocol.records import (
+from odradek.protocol.legacy import decode_legacy_records
+from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_DELETE_HORIZON,
     ATTR_LOG_APPEND_TIME,
@@ -58,8 +58,8 @@ from protocol.records import (
     decode_records,
     parse_batch_header,
 )
-from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
-from storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
+from odradek.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 
 __all__ = [
     "STATUS_INVALID",

@@ -18,8 +18,8 @@ Invariants:
 - Every offset is at least the base offset.
 
 Derived data, crash safety and concurrency are the same for both kinds and live with the file
-they share, :mod:`storage.mapped_index`: both files are rebuilt from the ``.log`` whenever they
-are not trusted; a crash leaves at worst an untrimmed or torn file, which ``sanity_check``
+they share, :mod:`odradek.storage.mapped_index`: both files are rebuilt from the ``.log`` whenever
+they are not trusted; a crash leaves at worst an untrimmed or torn file, which ``sanity_check``
 reports (:class:`CorruptIndexError`) so that the log rebuilds it.
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import mmap
 import struct
 
-from storage.mapped_index import (
+from odradek.storage.mapped_index import (
     DEFAULT_MAX_INDEX_BYTES,
     INT32_MAX,
     CorruptIndexError,

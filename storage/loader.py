@@ -11,8 +11,8 @@ Files a crash can leave behind and what happens to them, in order:
    base offset lies in ``[lowest swap base offset, highest swap next offset)`` is deleted, then
    each ``.swap`` is renamed to its live name. A crash anywhere in this step repeats it.
    The cleaner ends every cleaned segment at the last offset of the segments it replaces
-   (with an empty batch if need be, :func:`storage.cleaner.records.empty_batch`), so this range
-   is exactly theirs: recovery yields the old segments or the new one, never a mix.
+   (with an empty batch if need be, :func:`odradek.storage.cleaner.records.empty_batch`), so this
+   range is exactly theirs: recovery yields the old segments or the new one, never a mix.
 4. Index files without a ``.log`` (orphans) are deleted; missing indexes are rebuilt.
 5. After an unclean shutdown, every segment from the one holding the recovery point onwards is
    re-validated entry by entry (:meth:`LogSegment.recover`): the first invalid byte and everything
@@ -29,10 +29,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.config import LogConfig
-from storage.index import CorruptIndexError
-from storage.scan import scan_entries
-from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from odradek.storage.config import LogConfig
+from odradek.storage.index import CorruptIndexError
+from odradek.storage.scan import scan_entries
+from odradek.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
 __all__ = ["LoadResult", "load_segments"]
 

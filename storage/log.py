@@ -18,12 +18,12 @@ Append (:meth:`Log.append`), for the bytes of one produce request to this partit
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
 
-Removing and replacing segments (retention, :mod:`storage.retention`; compaction,
-:mod:`storage.cleaner`) happens only in :meth:`remove_segments` and :meth:`replace_segments`,
-which the broker calls on the event-loop thread, the thread that appends and reads. They never
-touch the active segment, and they change the segment list by building a new list and
-assigning it (with ``_base_offsets``) in one go, so a reader on the loop sees the old list or
-the new one. Code in other threads holding the old list or an old segment (a fetch's
+Removing and replacing segments (retention, :mod:`odradek.storage.retention`; compaction,
+:mod:`odradek.storage.cleaner`) happens only in :meth:`remove_segments` and
+:meth:`replace_segments`, which the broker calls on the event-loop thread, the thread that appends
+and reads. They never touch the active segment, and they change the segment list by building a new
+list and assigning it (with ``_base_offsets``) in one go, so a reader on the loop sees the old list
+or the new one. Code in other threads holding the old list or an old segment (a fetch's
 :class:`FileRegion` being sent, the group-commit flush) keeps working: a removed segment's files
 are renamed to ``.deleted``, stay open (and readable) and are closed and unlinked only
 ``file.delete.delay.ms`` later (:meth:`take_due_deletions`); a closed segment's flush is a no-op.
@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.recompress import recompress_batch, target_codec
-from protocol.records import (
+from odradek.protocol.recompress import recompress_batch, target_codec
+from odradek.protocol.records import (
     ATTR_LOG_APPEND_TIME,
     BatchHeader,
     CorruptRecordError,
@@ -50,12 +50,12 @@ from protocol.records import (
     recompute_crc,
     validate_client_batch,
 )
-from storage.atomic import fsync_directory
-from storage.cleaner.records import check_keys
-from storage.config import LogConfig
-from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
-from storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
-from storage.segment import FileRegion, LogSegment
+from odradek.storage.atomic import fsync_directory
+from odradek.storage.cleaner.records import check_keys
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
+from odradek.storage.segment import FileRegion, LogSegment
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
@@ -131,7 +131,8 @@ class Log:
         recovery_point: int = 0,
         clean_shutdown: bool = False,
     ) -> Log:
-        """Load (or create) the log in ``directory``, recovering as :mod:`storage.loader` says."""
+        """Load (or create) the log in ``directory``, recovering as :mod:`odradek.storage.loader`
+        says."""
         directory.mkdir(parents=True, exist_ok=True)
         loaded = load_segments(
             directory,
@@ -375,7 +376,8 @@ class Log:
     def replace_segments(self, new: LogSegment, old: Sequence[LogSegment], *, now_ms: int) -> bool:
         """Swap the cleaned segment ``new`` (``.cleaned`` files) in for ``old`` (compaction).
 
-        Kafka's protocol, each step leaving a state the loader resolves (:mod:`storage.loader`):
+        Kafka's protocol, each step leaving a state the loader resolves
+        (:mod:`odradek.storage.loader`):
 
         1. rename ``new``'s files ``.cleaned`` -> ``.swap`` and fsync the directory (crash:
            the loader finishes the swap, or deletes a partial one that still has a ``.cleaned``

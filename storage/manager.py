@@ -1,6 +1,6 @@
 """The logs of every partition across the ``log.dirs`` roots.
 
-Per root (DESIGN §3)::
+Per root (docs/architecture.md §4)::
 
     meta.properties                      node.id, cluster.id, directory.id (written once)
     .lock                                flock held while this process owns the root
@@ -19,13 +19,14 @@ highest version found at start-up wins, so losing one root loses no config.
 Start-up, per root: create it if missing, lock it, read or write ``meta.properties`` (all roots
 share one cluster id, which a new root takes from the existing ones; a stored node id that
 differs from ours is fatal, as in Kafka), consume
-the clean-shutdown marker, read the checkpoints, load each partition (:mod:`storage.loader`).
-A root that cannot be used (missing and not creatable, unwritable, locked, I/O error) goes
-offline with its reason; the others keep working. Without any online root the start fails.
+the clean-shutdown marker, read the checkpoints, load each partition
+(:mod:`odradek.storage.loader`). A root that cannot be used (missing and not creatable, unwritable,
+locked, I/O error) goes offline with its reason; the others keep working. Without any online root
+the start fails.
 
 A new partition goes to the online root holding the fewest partitions (ties: config order).
 
-Crash safety: checkpoints are written atomically (:mod:`storage.atomic`); they only ever lag
+Crash safety: checkpoints are written atomically (:mod:`odradek.storage.atomic`); they only ever lag
 the truth, which recovery tolerates: a stale recovery point means more re-validation, a stale
 log start offset is re-applied by the next DeleteRecords or retention pass.
 """
@@ -41,8 +42,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from storage.atomic import fsync_directory, write_atomically
-from storage.checkpoints import (
+from odradek.storage.atomic import fsync_directory, write_atomically
+from odradek.storage.checkpoints import (
     CheckpointError,
     DirLock,
     LockError,
@@ -51,33 +52,33 @@ from storage.checkpoints import (
     write_clean_shutdown,
     write_offset_checkpoint,
 )
-from storage.config import LogConfig
-from storage.errors import (
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import (
     LogDirOfflineError,
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
     is_resource_exhaustion,
 )
-from storage.log import Log
-from storage.meta_properties import (
+from odradek.storage.log import Log
+from odradek.storage.meta_properties import (
     META_PROPERTIES,
     MetaProperties,
     read_meta_properties,
     write_meta_properties,
 )
-from storage.partition_metadata import (
+from odradek.storage.partition_metadata import (
     PARTITION_METADATA,
     read_partition_metadata,
     write_partition_metadata,
 )
-from storage.topics import (
+from odradek.storage.topics import (
     DELETE_DIR_SUFFIX,
     delete_dir_name,
     parse_partition_dir,
     validate_topic_name,
 )
-from storage.uuids import new_uuid
+from odradek.storage.uuids import new_uuid
 
 __all__ = ["LogManager", "TopicMetadata"]
 

@@ -1,7 +1,7 @@
 """The memory-mapped, preallocated file under both of Kafka's sparse segment indexes.
 
 :class:`MappedIndex` (Kafka's ``AbstractIndex``) owns the file, the mapping, the entry count,
-the binary search, the checks and the resizing; :mod:`storage.index` defines the two kinds,
+the binary search, the checks and the resizing; :mod:`odradek.storage.index` defines the two kinds,
 ``.index`` and ``.timeindex``, on top of it.
 
 Byte layout: a flat array of fixed-size entries (``ENTRY``; big-endian, no header, no
@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar, Self
 
-from storage.errors import StorageError
+from odradek.storage.errors import StorageError
 
 __all__ = [
     "DEFAULT_MAX_INDEX_BYTES",

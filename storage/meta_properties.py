@@ -5,7 +5,7 @@ Layout (``MetaProperties`` via ``java.util.Properties.store(writer, "")``; UTF-8
     #\\n                                    an empty comment
     #Thu Jan 04 17:31:46 UTC 2024\\n        ``java.util.Date.toString()`` of the write, in UTC
     cluster.id=J8qXRwI-Qyi2G0guFTiuYw\\n    then key=value lines sorted by key:
-    directory.id=Lrwnmu6-Bk6Bi0YHBtjudA\\n  a Kafka Uuid (:mod:`storage.uuids`)
+    directory.id=Lrwnmu6-Bk6Bi0YHBtjudA\\n  a Kafka Uuid (:mod:`odradek.storage.uuids`)
     node.id=1\\n
     version=1\\n                            KRaft; version 0 (ZooKeeper) is not supported
 
@@ -14,7 +14,8 @@ whitespace, ``=``, ``:`` or whitespace between key and value, backslash line con
 and escapes (``\\t \\n \\r \\f \\uXXXX``); unknown keys are ignored.
 
 Invariants:
-- The reader is strict (the conventions of :mod:`storage.checkpoints`): a missing or malformed
+- The reader is strict (the conventions of :mod:`odradek.storage.checkpoints`): a missing or
+malformed
   required key, a version other than 1, a ``node.id`` outside ``[0, 2**31 - 1]``, an empty
   ``cluster.id`` or a ``directory.id`` that is not a uuid raises CheckpointError naming the
   file, the line and the problem. A missing file is None; an empty one is an error.
@@ -24,8 +25,8 @@ Invariants:
 
 Crash safety:
 1. The writer builds the whole file in memory, then hands it to
-   ``storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves the
-   old or the new file, never a mix, and a stale ``.tmp`` is never read.
+   ``odradek.storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves
+   the old or the new file, never a mix, and a stale ``.tmp`` is never read.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from storage.atomic import write_atomically
-from storage.checkpoints import INT32_MAX, CheckpointError, parse_int, read_lines
-from storage.uuids import uuid_bytes, uuid_text
+from odradek.storage.atomic import write_atomically
+from odradek.storage.checkpoints import INT32_MAX, CheckpointError, parse_int, read_lines
+from odradek.storage.uuids import uuid_bytes, uuid_text
 
 __all__ = ["META_PROPERTIES", "MetaProperties", "read_meta_properties", "write_meta_properties"]
 

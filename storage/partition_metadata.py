@@ -3,20 +3,21 @@
 Layout (``PartitionMetadata.encode``; UTF-8)::
 
     version: 0\\n
-    topic_id: oPbqxUvkSMmsDDmB7Rnxpw      a Kafka Uuid (:mod:`storage.uuids`), no trailing \\n
+    topic_id: oPbqxUvkSMmsDDmB7Rnxpw      a Kafka Uuid (:mod:`odradek.storage.uuids`), no trailing
+    \\n
 
 Invariants:
 - The reader is as lenient as Kafka's: any version >= 0, a trailing newline, a padded uuid and
   later lines are accepted, so a newer Kafka's file still yields its topic id. Anything else
   (a missing or misspelled key, no space after the colon, a bad version, a bad or zero uuid)
   raises CheckpointError naming the file, the line and the problem (the conventions of
-  :mod:`storage.checkpoints`). A missing file is None.
+  :mod:`odradek.storage.checkpoints`). A missing file is None.
 - The writer never writes the zero uuid nor a string that is not a uuid.
 
 Crash safety:
 1. The writer builds the whole file in memory, then hands it to
-   ``storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves the
-   old or the new file, never a mix, and a stale ``.tmp`` is never read.
+   ``odradek.storage.atomic.write_atomically`` (``.tmp``, fsync, rename, fsync dir): a crash leaves
+   the old or the new file, never a mix, and a stale ``.tmp`` is never read.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from storage.atomic import write_atomically
-from storage.checkpoints import INT32_MAX, CheckpointError, parse_int, read_lines
-from storage.uuids import uuid_bytes, uuid_text
+from odradek.storage.atomic import write_atomically
+from odradek.storage.checkpoints import INT32_MAX, CheckpointError, parse_int, read_lines
+from odradek.storage.uuids import uuid_bytes, uuid_text
 
 __all__ = ["PARTITION_METADATA", "read_partition_metadata", "write_partition_metadata"]
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from storage.log import Log
-from storage.segment import LogSegment
+from odradek.storage.log import Log
+from odradek.storage.segment import LogSegment
 
 __all__ = ["RetentionResult", "apply_retention", "deletable_segments"]
 

@@ -25,7 +25,8 @@ Crash safety:
 
 A segment's files may carry a suffix (``file_suffix``): ``.cleaned`` while the cleaner writes
 it, ``.swap`` while it replaces others, ``.deleted`` once it left the log
-(:meth:`LogSegment.change_suffix`; the loader's rules for each are in :mod:`storage.loader`).
+(:meth:`LogSegment.change_suffix`; the loader's rules for each are in
+:mod:`odradek.storage.loader`).
 
 Concurrency: one writer. Readers may run in other threads: they read ``size_bytes`` once and
 never look past it, and use ``pread`` (no shared file position).
@@ -40,11 +41,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.legacy import decode_legacy_records
-from protocol.records import Record, decode_records
-from storage.atomic import fsync_directory
-from storage.index import OffsetIndex, TimeIndex
-from storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
+from odradek.protocol.legacy import decode_legacy_records
+from odradek.protocol.records import Record, decode_records
+from odradek.storage.atomic import fsync_directory
+from odradek.storage.index import OffsetIndex, TimeIndex
+from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 
 __all__ = ["FileRegion", "LogSegment", "RecoveryResult", "segment_path"]
 
@@ -374,7 +375,8 @@ class LogSegment:
         """Rename all three files from the current suffix to ``new_suffix`` (``""`` = live).
 
         The ``.log`` is renamed last, so a crash midway leaves a ``.log`` under its old name and
-        the loader's rules (:mod:`storage.loader`) still apply to it: indexes are derived data.
+        the loader's rules (:mod:`odradek.storage.loader`) still apply to it: indexes are derived
+        data.
         Open file descriptors and index mappings stay valid across the rename.
         """
         old = self.file_suffix

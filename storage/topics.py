@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from storage.errors import InvalidTopicError
+from odradek.storage.errors import InvalidTopicError
 
 __all__ = [
     "DELETE_DIR_SUFFIX",

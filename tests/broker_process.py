@@ -31,6 +31,8 @@ class BrokerProcess:
         port: int = 0,
         env: dict[str, str] | None = None,
         rlimits: dict[int, tuple[int, int]] | None = None,
+        program: Sequence[str] = (sys.executable, "-m", "odradek.cli.main"),
+        cwd: Path = REPO,
     ) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.overrides = list(overrides)
@@ -38,6 +40,8 @@ class BrokerProcess:
         self.requested_port = port
         self.env = env
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard) for the child
+        self.program = list(program)  # the `odradek` command: this checkout's, or an installed one
+        self.cwd = cwd
         self.port: int | None = None
         self.lines: list[dict[str, Any]] = []
         self.raw_lines: list[str] = []
@@ -52,9 +56,7 @@ class BrokerProcess:
     def command(self) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{self.requested_port}"
         args = [
-            sys.executable,
-            "-m",
-            "cli.main",
+            *self.program,
             "serve",
             "--config",
             str(REPO / "config" / "server.properties"),
@@ -77,7 +79,7 @@ class BrokerProcess:
         env.update(self.env or {})
         self.process = subprocess.Popen(
             self.command(),
-            cwd=REPO,
+            cwd=self.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

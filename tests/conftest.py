@@ -2,7 +2,7 @@
 
 Hypothesis runs without its per-example deadline: the machines are shared and a loaded
 2-core box makes a 200 ms deadline a coin toss, not a finding. Slowness is measured in
-``bench/``, never asserted by tests (DESIGN §10).
+``bench/``, never asserted by tests (docs/architecture.md §10).
 """
 
 from __future__ import annotations

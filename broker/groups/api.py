@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 
-from broker.groups.coordinator import CoordinatorConfig, GroupCoordinator, StoreGroup
-from broker.groups.group import GroupState, Pending
-from broker.groups.offsets import (
+from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator, StoreGroup
+from odradek.broker.groups.group import GroupState, Pending
+from odradek.broker.groups.offsets import (
     OFFSETS_TOPIC,
     GroupKey,
     OffsetKey,
@@ -38,14 +38,14 @@ from broker.groups.offsets import (
     encode_offset_value,
     partition_for,
 )
-from broker.groups.store import Loaded, OffsetStore, load
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.records import encode_batch
-from storage.errors import RecordTooLargeError, StorageError
+from odradek.broker.groups.store import Loaded, OffsetStore, load
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import encode_batch
+from odradek.storage.errors import RecordTooLargeError, StorageError
 
 if TYPE_CHECKING:
-    from broker.context import BrokerContext
+    from odradek.broker.context import BrokerContext
 
 __all__ = ["METADATA_MAX_BYTES", "RETENTION_CHECK_MS", "GroupApi"]
 

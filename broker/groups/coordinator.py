@@ -2,7 +2,7 @@
 
 Every method runs on the event-loop thread, takes ``now_ms`` from the injected clock and
 returns at once: a JoinGroup or SyncGroup that must wait gets a :class:`Pending` that a later
-event resolves. What needs I/O is left for :mod:`broker.groups.api`: the group records to
+event resolves. What needs I/O is left for :mod:`odradek.broker.groups.api`: the group records to
 store (:attr:`GroupCoordinator.outbox`; the caller reports each stored one with
 :meth:`stored`), and the timers (the caller calls :meth:`tick` by :meth:`next_deadline_ms`).
 
@@ -36,8 +36,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from broker.groups.assignors import ASSIGNORS
-from broker.groups.group import (
+from odradek.broker.groups.assignors import ASSIGNORS
+from odradek.broker.groups.group import (
     NEVER,
     Group,
     GroupState,
@@ -49,9 +49,9 @@ from broker.groups.group import (
     resolve_assignors,
     sync_error,
 )
-from broker.groups.offsets import GroupValue
-from protocol import messages as m
-from protocol.errors import ErrorCode
+from odradek.broker.groups.offsets import GroupValue
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 
 __all__ = ["CoordinatorConfig", "GroupCoordinator", "StoreGroup"]
 

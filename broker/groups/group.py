@@ -1,8 +1,8 @@
 """One consumer group's data: its members, state, generation and assignor choice.
 
-No transitions live here (they are :mod:`broker.groups.coordinator`'s); this module holds what
-a group *is*, how it answers and is described, and how it maps to and from its
-``GroupMetadataValue`` record (:mod:`broker.groups.offsets`).
+No transitions live here (they are :mod:`odradek.broker.groups.coordinator`'s); this module holds
+what a group *is*, how it answers and is described, and how it maps to and from its
+``GroupMetadataValue`` record (:mod:`odradek.broker.groups.offsets`).
 
 States (Kafka's names)::
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
-from broker.groups.offsets import GroupValue, MemberValue
-from protocol import messages as m
-from protocol.errors import ErrorCode
+from odradek.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
+from odradek.broker.groups.offsets import GroupValue, MemberValue
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 
 __all__ = [
     "NEVER",

@@ -1,9 +1,9 @@
 """Committed offsets in memory, and the replay of ``__consumer_offsets`` that rebuilds them.
 
-The topic (:mod:`broker.groups.offsets` has the record format) is the only durable state of the
-groups: the in-memory :class:`OffsetStore` is derived from it and rebuilt at every start.
+The topic (:mod:`odradek.broker.groups.offsets` has the record format) is the only durable state of
+the groups: the in-memory :class:`OffsetStore` is derived from it and rebuilt at every start.
 
-Write path (the caller, :mod:`broker.groups.api`, does the I/O):
+Write path (the caller, :mod:`odradek.broker.groups.api`, does the I/O):
 
 1. one batch per request — every partition of an OffsetCommit, every tombstone of a
    DeleteGroups — appended to the group's partition ``partition_for(group, n)``; a batch is
@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from broker.groups.offsets import (
+from odradek.broker.groups.offsets import (
     OFFSETS_TOPIC,
     GroupKey,
     GroupValue,
@@ -40,9 +40,14 @@ from broker.groups.offsets import (
     decode_key,
     decode_offset_value,
 )
-from protocol.records import HEADER_SIZE, CorruptRecordError, decode_records, parse_batch_header
-from storage.log import Log
-from storage.manager import LogManager
+from odradek.protocol.records import (
+    HEADER_SIZE,
+    CorruptRecordError,
+    decode_records,
+    parse_batch_header,
+)
+from odradek.storage.log import Log
+from odradek.storage.manager import LogManager
 
 __all__ = ["Committed", "Loaded", "OffsetStore", "iter_records", "load"]
 

@@ -1,6 +1,6 @@
 """The native wire messages: one request and one response struct per API, and their codec.
 
-Body of one frame (see :mod:`protocol.frames` for the 4-byte length prefix in front of it)::
+Body of one frame (see :mod:`odradek.protocol.frames` for the 4-byte length prefix in front of it)::
 
     offset      size           field
     0           4              header_length  uint32, big-endian, >= 1
@@ -18,9 +18,9 @@ bytes with ``os.sendfile``. The declared lengths must add up to the tail exactly
 Decoding validates everything a hostile peer controls: ``header_length`` against the body, the
 header against the schema (types, int ranges, byte lengths >= 0, no unknown fields), the api key
 and version against :data:`SUPPORTED_VERSIONS`, the raw tail against the declared lengths. Any
-failure raises :class:`MalformedMessage` (a :class:`~protocol.frames.FrameError`) and nothing
-else. Semantic checks that have a Kafka error code (acks value, topic names, partition counts,
-session timeouts) are the broker's: they become error codes in the response.
+failure raises :class:`MalformedMessage` (a :class:`~odradek.protocol.frames.FrameError`) and
+nothing else. Semantic checks that have a Kafka error code (acks value, topic names, partition
+counts, session timeouts) are the broker's: they become error codes in the response.
 
 Versioning: every API is at version 0. A later version may only append fields with defaults to
 a struct, so one struct serves every version and ``version`` says which fields are meaningful.
@@ -29,8 +29,8 @@ A response uses the version of its request.
 
 from __future__ import annotations
 
-# One namespace for every message: ``from protocol import messages as m; m.ProduceRequest``.
-from protocol.messages.admin import (
+# One namespace for every message: ``from odradek.protocol import messages as m; m.ProduceRequest``.
+from odradek.protocol.messages.admin import (
     AlterableConfig,
     AlterConfigsRequest,
     AlterConfigsResource,
@@ -66,7 +66,7 @@ from protocol.messages.admin import (
     MetadataResponse,
     MetadataTopic,
 )
-from protocol.messages.base import (
+from odradek.protocol.messages.base import (
     ACKS_ALL,
     ACKS_LEADER,
     ACKS_NONE,
@@ -92,7 +92,7 @@ from protocol.messages.base import (
     UnsupportedVersion,
     Version,
 )
-from protocol.messages.codec import (
+from odradek.protocol.messages.codec import (
     HEADER_LENGTH_BYTES,
     REQUEST_TYPES,
     RESPONSE_TYPES,
@@ -108,7 +108,7 @@ from protocol.messages.codec import (
     record_sections,
     supported_api_versions,
 )
-from protocol.messages.data import (
+from odradek.protocol.messages.data import (
     DeleteRecordsPartition,
     DeleteRecordsPartitionResult,
     DeleteRecordsRequest,
@@ -134,7 +134,7 @@ from protocol.messages.data import (
     ProduceTopicData,
     ProduceTopicResponse,
 )
-from protocol.messages.groups import (
+from odradek.protocol.messages.groups import (
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,

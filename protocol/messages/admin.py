@@ -3,7 +3,7 @@ DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs (incremental), Des
 
 from __future__ import annotations
 
-from protocol.messages.base import (
+from odradek.protocol.messages.base import (
     AlterConfigOp,
     ConfigSource,
     Int8,

@@ -7,8 +7,8 @@ from typing import Annotated, ClassVar
 
 from msgspec import Meta, Struct
 
-from protocol.errors import ErrorCode
-from protocol.frames import FrameError
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import FrameError
 
 Int8 = Annotated[int, Meta(ge=-(2**7), le=2**7 - 1)]
 Int16 = Annotated[int, Meta(ge=-(2**15), le=2**15 - 1)]

@@ -9,15 +9,15 @@ from typing import Union
 import msgspec
 from msgspec import Struct
 
-from protocol.errors import ErrorCode
-from protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer
 
 # The message modules must all be imported before the registry below is built.
-from protocol.messages import admin, data, groups  # noqa: F401
-from protocol.messages.admin import (
+from odradek.protocol.messages import admin, data, groups  # noqa: F401
+from odradek.protocol.messages.admin import (
     ApiVersionRange,
 )
-from protocol.messages.base import (
+from odradek.protocol.messages.base import (
     ACKS_NONE,
     ApiKey,
     MalformedMessage,
@@ -26,7 +26,7 @@ from protocol.messages.base import (
     Response,
     UnsupportedVersion,
 )
-from protocol.messages.data import (
+from odradek.protocol.messages.data import (
     FetchPartitionResponse,
     FetchResponse,
     ProducePartitionData,

@@ -3,7 +3,7 @@ ListOffsets, DeleteRecords."""
 
 from __future__ import annotations
 
-from protocol.messages.base import (
+from odradek.protocol.messages.base import (
     ACKS_ALL,
     Int16,
     Int32,

@@ -3,7 +3,7 @@ Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, De
 
 from __future__ import annotations
 
-from protocol.messages.base import (
+from odradek.protocol.messages.base import (
     Assignment,
     Int16,
     Int32,

@@ -1,12 +1,12 @@
 """One cleaning pass over one compacted log: map the dirty section, rewrite, swap.
 
-A pass (Kafka's ``Cleaner.doClean``), for a :class:`~storage.cleaner.plan.CleanableLog`:
+A pass (Kafka's ``Cleaner.doClean``), for a :class:`~odradek.storage.cleaner.plan.CleanableLog`:
 
 1. :func:`build_offset_map` (worker thread): read the dirty segments, oldest first, and record
    the latest offset of every key. It stops at a segment boundary when the map is full; the
    offset where it stopped is the pass's **end offset** (the next first dirty offset).
 2. :func:`plan_groups` (event-loop thread): group the segments from the log start up to the
-   end offset (:func:`~storage.cleaner.plan.group_segments`).
+   end offset (:func:`~odradek.storage.cleaner.plan.group_segments`).
 3. Per group, :func:`clean_group` (worker thread): copy the group's batches into one new
    segment with the ``.cleaned`` suffix, keeping a record only if
 
@@ -16,8 +16,8 @@ A pass (Kafka's ``Cleaner.doClean``), for a :class:`~storage.cleaner.plan.Cleana
      ``delete.retention.ms`` before the pass started (consumers had that long to see it).
 
    Batches whose records are all kept are copied byte for byte; others are rebuilt with the
-   kept records only (:func:`~storage.cleaner.records.rebuild_batch`: same base offset, offset
-   and timestamp deltas, codec; new CRC). Offsets never change. If the group's last batch
+   kept records only (:func:`~odradek.storage.cleaner.records.rebuild_batch`: same base offset,
+   offset and timestamp deltas, codec; new CRC). Offsets never change. If the group's last batch
    lost every record, an empty batch with its offset range ends the cleaned segment, so the
    segment covers exactly the offsets of the group. Then the segment is fsynced, its indexes
    trimmed, and its mtime set to the newest mtime of the group (the age tombstones are
@@ -41,14 +41,14 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from protocol.records import BatchHeader, parse_batch_header
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import CleanableLog, group_segments
-from storage.cleaner.records import batch_body, empty_batch, raw_records, rebuild_batch
-from storage.loader import CLEANED_SUFFIX
-from storage.log import Log
-from storage.scan import EntryInfo, scan_entries
-from storage.segment import LogSegment
+from odradek.protocol.records import BatchHeader, parse_batch_header
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import CleanableLog, group_segments
+from odradek.storage.cleaner.records import batch_body, empty_batch, raw_records, rebuild_batch
+from odradek.storage.loader import CLEANED_SUFFIX
+from odradek.storage.log import Log
+from odradek.storage.scan import EntryInfo, scan_entries
+from odradek.storage.segment import LogSegment
 
 __all__ = [
     "CleaningStats",

@@ -7,8 +7,8 @@ same setting, so a pass covers as many keys as Kafka's would; it stores the keys
 (a Python dict: exact, no hash collisions), which takes more memory per entry than Kafka's.
 
 When the map is full, the pass ends at the last segment it covers completely
-(:func:`storage.cleaner.clean.build_offset_map`); the rest of the dirty section waits for the
-next pass.
+(:func:`odradek.storage.cleaner.clean.build_offset_map`); the rest of the dirty section waits for
+the next pass.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from storage.log import Log
-from storage.segment import INT32_MAX, LogSegment
+from odradek.storage.log import Log
+from odradek.storage.segment import INT32_MAX, LogSegment
 
 __all__ = ["CleanableLog", "choose_log", "cleanable_log", "group_segments"]
 

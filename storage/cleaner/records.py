@@ -1,7 +1,7 @@
 """Record-level surgery on v2 record batches for the cleaner: split, filter, rebuild.
 
-A v2 batch (DESIGN §3, :mod:`protocol.records`) is a 61-byte header followed by the records,
-compressed as a whole when the codec bits (attributes 0-2) are set. Each record is::
+A v2 batch (docs/architecture.md §4, :mod:`odradek.protocol.records`) is a 61-byte header followed
+by the records, compressed as a whole when the codec bits (attributes 0-2) are set. Each record is::
 
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
     | keyLength varint | key | valueLength varint | value | headers
@@ -17,7 +17,7 @@ attributes; only batchLength, recordCount and the CRC-32C change.
 :func:`empty_batch` writes Kafka's empty-batch form (recordCount 0, no body, no codec) with the
 original offset range: the cleaner keeps one at the end of a cleaned segment whose last batch
 lost every record, so the cleaned segment covers exactly the offsets of the segments it
-replaces (which the swap recovery in :mod:`storage.loader` relies on).
+replaces (which the swap recovery in :mod:`odradek.storage.loader` relies on).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import struct
 
 from crc32c import crc32c
 
-from protocol import compression as _compression
-from protocol.records import (
+from odradek.protocol import compression as _compression
+from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
     CRC_START,
     HEADER_SIZE,
@@ -36,7 +36,7 @@ from protocol.records import (
     CorruptRecordError,
     parse_batch_header,
 )
-from protocol.varint import VarintError, decode_varint
+from odradek.protocol.varint import VarintError, decode_varint
 
 __all__ = [
     "KEY",

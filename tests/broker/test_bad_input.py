@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.frames import FrameDecoder
-from protocol.records import encode_batch, recompute_crc
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import FrameDecoder
+from odradek.protocol.records import encode_batch, recompute_crc
 from tests.broker.wire import Wire, bad_events, batch, dir_snapshot, fetch_all
 from tests.broker_process import BrokerProcess
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import messages as m
-from protocol.errors import ErrorCode
-from protocol.records import Record, decode_records, encode_batch, parse_batch_header
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import Record, decode_records, encode_batch, parse_batch_header
 from tests.broker.wire import Wire, bad_events, split_batches
 from tests.broker_process import BrokerProcess
 

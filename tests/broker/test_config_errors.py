@@ -17,7 +17,7 @@ def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ODRADEK_")}
     environ.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", "serve", "--log-format", "json", *args],
+        [sys.executable, "-m", "odradek.cli.main", "serve", "--log-format", "json", *args],
         cwd=REPO,
         env=environ,
         capture_output=True,
@@ -96,7 +96,7 @@ class EnvConfiguredBroker(BrokerProcess):
         self.config = config
 
     def command(self) -> list[str]:
-        serve = [sys.executable, "-m", "cli.main", "serve"]
+        serve = [sys.executable, "-m", "odradek.cli.main", "serve"]
         return [*serve, "--config", str(self.config), "--log-format", "json"]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from protocol import messages as m
-from protocol.errors import ErrorCode
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 from tests.broker.wire import Wire, batch
 from tests.broker_process import BrokerProcess
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from protocol import messages as m
-from protocol.errors import ErrorCode as E
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode as E
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.groups.assignors import (
+from odradek.broker.groups.assignors import (
     ASSIGNORS,
     cooperative_sticky_assign,
     range_assign,

@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
-from broker.groups.group import GroupState, Pending
-from protocol import messages as m
-from protocol.errors import ErrorCode as E
+from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
+from odradek.broker.groups.group import GroupState, Pending
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode as E
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000

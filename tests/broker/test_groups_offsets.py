@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.groups.offsets import (
+from odradek.broker.groups.offsets import (
     GroupKey,
     GroupValue,
     MemberValue,
@@ -23,10 +23,10 @@ from broker.groups.offsets import (
     java_string_hashcode,
     partition_for,
 )
-from broker.groups.store import OffsetStore, load
-from protocol.records import encode_batch
-from storage.config import LogConfig
-from storage.manager import LogManager
+from odradek.broker.groups.store import OffsetStore, load
+from odradek.protocol.records import encode_batch
+from odradek.storage.config import LogConfig
+from odradek.storage.manager import LogManager
 
 # Hand-assembled from OffsetCommitKey.json (v1), OffsetCommitValue.json (v3),
 # GroupMetadataKey.json (v2), GroupMetadataValue.json (v3) and ConsumerProtocol v0.

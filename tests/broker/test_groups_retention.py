@@ -11,14 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from broker.config import load_config
-from broker.context import BrokerContext
-from broker.groups.api import GroupApi
-from broker.groups.group import GroupState
-from broker.logs import get_logger
-from protocol import messages as m
-from protocol.errors import ErrorCode as E
-from storage.manager import LogManager
+from odradek.broker.config import load_config
+from odradek.broker.context import BrokerContext
+from odradek.broker.groups.api import GroupApi
+from odradek.broker.groups.group import GroupState
+from odradek.broker.logs import get_logger
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode as E
+from odradek.storage.manager import LogManager
 
 RETENTION_MS = 60_000  # offsets.retention.minutes=1
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import messages as m
-from protocol.records import decode_records
+from odradek.protocol import messages as m
+from odradek.protocol.records import decode_records
 from tests.broker.wire import Wire, bad_events, batch, split_batches
 from tests.broker_process import BrokerProcess
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import messages as m
-from protocol.errors import ErrorCode
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 from tests.broker.wire import Wire, batch, fetch_all
 from tests.broker_process import BrokerProcess
 

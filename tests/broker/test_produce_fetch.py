@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import messages as m
-from protocol.records import Compression, decode_records, encode_batch, parse_batch_header
+from odradek.protocol import messages as m
+from odradek.protocol.records import Compression, decode_records, encode_batch, parse_batch_header
 from tests.broker.wire import Wire, bad_events, batch, fetch_all, split_batches
 from tests.broker_process import BrokerProcess
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from protocol import messages as m
+from odradek.protocol import messages as m
 from tests.broker.wire import Wire, bad_events, batch, fetch_all
 from tests.broker_process import BrokerProcess
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages as m
+from odradek.protocol import messages as m
 from tests.broker.wire import Wire, bad_events, batch
 from tests.broker_process import BrokerProcess
 
@@ -29,7 +29,7 @@ REQUEST_BYTES = 1 << 20
 REQUESTS = 200  # ~200 MiB
 
 # ``odradek serve`` on plain asyncio: with ``uvloop`` unimportable, run_server falls back to it.
-_PLAIN_ASYNCIO = "import sys; sys.modules['uvloop'] = None; from cli.main import main; " + (
+_PLAIN_ASYNCIO = "import sys; sys.modules['uvloop'] = None; from odradek.cli.main import main; " + (
     "sys.exit(main(sys.argv[1:]))"
 )
 
@@ -37,7 +37,7 @@ _PLAIN_ASYNCIO = "import sys; sys.modules['uvloop'] = None; from cli.main import
 class PlainAsyncioBroker(BrokerProcess):
     def command(self) -> list[str]:
         args = super().command()
-        assert args[:3] == [sys.executable, "-m", "cli.main"]
+        assert args[:3] == [sys.executable, "-m", "odradek.cli.main"]
         return [sys.executable, "-c", _PLAIN_ASYNCIO, *args[3:]]
 
 

@@ -1,10 +1,10 @@
 """A tiny raw-protocol client for the broker tests: one blocking socket, no client library.
 
-Requests are encoded with ``protocol.messages.encode_request`` (correlation ids assigned here,
-counting up), responses read with a ``FrameDecoder`` and ``decode_response``. Helpers build the
-common requests; everything else goes through :meth:`Wire.call` with a request struct.
-Record batches come from ``protocol.records.encode_batch``; fetched bytes are split back into
-batches with :func:`split_batches` (complete batches only, as a consumer does).
+Requests are encoded with ``odradek.protocol.messages.encode_request`` (correlation ids assigned
+here, counting up), responses read with a ``FrameDecoder`` and ``decode_response``. Helpers build
+the common requests; everything else goes through :meth:`Wire.call` with a request struct.
+Record batches come from ``odradek.protocol.records.encode_batch``; fetched bytes are split back
+into batches with :func:`split_batches` (complete batches only, as a consumer does).
 """
 
 from __future__ import annotations
@@ -18,9 +18,15 @@ from typing import Any
 
 import msgspec
 
-from protocol import messages as m
-from protocol.frames import MAX_FRAME_BYTES_LIMIT, FrameDecoder
-from protocol.records import LOG_OVERHEAD, Record, decode_records, encode_batch, parse_batch_header
+from odradek.protocol import messages as m
+from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, FrameDecoder
+from odradek.protocol.records import (
+    LOG_OVERHEAD,
+    Record,
+    decode_records,
+    encode_batch,
+    parse_batch_header,
+)
 
 __all__ = [
     "Wire",

@@ -35,7 +35,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess:
 def odradek(server: BrokerProcess) -> Callable[..., Result]:
     def run(*args: str, stdin: str = "", timeout_s: float = 60) -> Result:
         done = subprocess.run(
-            [sys.executable, "-m", "cli.main", *args, "--bootstrap-server", server.bootstrap],
+            [
+                sys.executable,
+                "-m",
+                "odradek.cli.main",
+                *args,
+                "--bootstrap-server",
+                server.bootstrap,
+            ],
             input=stdin,
             capture_output=True,
             text=True,

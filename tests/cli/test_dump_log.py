@@ -13,10 +13,10 @@ from typing import NamedTuple
 
 import pytest
 
-from protocol.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, encode_batch, recompute_crc
-from storage.config import LogConfig
-from storage.index import OffsetIndex, TimeIndex
-from storage.log import Log
+from odradek.protocol.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, encode_batch, recompute_crc
+from odradek.storage.config import LogConfig
+from odradek.storage.index import OffsetIndex, TimeIndex
+from odradek.storage.log import Log
 from tests.testdata import kafka_written_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ class Result(NamedTuple):
 
 def dump_log(*args: str | Path) -> Result:
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "dump-log", *map(str, args)],
+        [sys.executable, "-m", "odradek.cli.main", "dump-log", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -488,7 +488,7 @@ def test_non_consecutive_offsets_are_noted(tmp_path: Path) -> None:
 
 def test_help_lists_the_flags() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "cli.main", "dump-log", "--help"],
+        [sys.executable, "-m", "odradek.cli.main", "dump-log", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,

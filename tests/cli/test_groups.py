@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
-from client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from odradek.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from tests.broker_process import BrokerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def odradek(server: BrokerProcess) -> Callable[..., Result]:
     def run(*args: str, timeout_s: float = 60) -> Result:
         done = subprocess.run(
-            [sys.executable, "-m", "cli.main", *args, "--bootstrap-server", server.bootstrap],
+            [
+                sys.executable,
+                "-m",
+                "odradek.cli.main",
+                *args,
+                "--bootstrap-server",
+                server.bootstrap,
+            ],
             capture_output=True,
             text=True,
             cwd=ROOT,
@@ -51,9 +58,9 @@ def odradek(server: BrokerProcess) -> Callable[..., Result]:
 
 @pytest.fixture
 def groups_cmd(server: BrokerProcess, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    """``odradek ARGS`` run in this process (``cli.main.main``): the same code as the command,
-    without an interpreter start per call."""
-    from cli.main import main
+    """``odradek ARGS`` run in this process (``odradek.cli.main.main``): the same code as the
+    command, without an interpreter start per call."""
+    from odradek.cli.main import main
 
     def run(*args: str) -> Result:
         capsys.readouterr()
@@ -102,7 +109,7 @@ def test_consume_with_a_group_commits_on_ctrl_c(server: BrokerProcess) -> None:
     fill(server.bootstrap, "cc", 5)
     args = ["consume", "cc", "--group", "cc-g", "--from-beginning"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", *args, "--bootstrap-server", server.bootstrap],
+        [sys.executable, "-m", "odradek.cli.main", *args, "--bootstrap-server", server.bootstrap],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,

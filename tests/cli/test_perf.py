@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _perf(broker: BrokerProcess, *args: str) -> tuple[str, dict[str, float]]:
-    command = [sys.executable, "-m", "cli.main", "perf", *args, "--json"]
+    command = [sys.executable, "-m", "odradek.cli.main", "perf", *args, "--json"]
     done = subprocess.run(
         [*command, "--bootstrap-server", broker.bootstrap],
         capture_output=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client import (
+from odradek.client import (
     Admin,
     NewTopic,
     OffsetAndTimestamp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from client import (
+from odradek.client import (
     AsyncAdmin,
     AsyncClient,
     AsyncConsumer,
@@ -17,7 +17,7 @@ from client import (
     TopicAlreadyExistsError,
     TopicPartition,
 )
-from protocol import messages as m
+from odradek.protocol import messages as m
 
 pytestmark = pytest.mark.anyio
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from client import Client, Producer, TopicPartition
-from client.ops import build_produce
-from protocol import messages as m
-from protocol.records import decode_records
+from odradek.client import Client, Producer, TopicPartition
+from odradek.client.ops import build_produce
+from odradek.protocol import messages as m
+from odradek.protocol.records import decode_records
 
 
 def test_concurrent_calls_from_threads_are_pipelined(bootstrap: str, topic: str) -> None:
@@ -38,7 +38,7 @@ def test_concurrent_calls_from_threads_are_pipelined(bootstrap: str, topic: str)
 
 
 def test_raw_produce_with_acks_0_and_fetch_raw(bootstrap: str, topic: str) -> None:
-    from protocol.records import encode_batch
+    from odradek.protocol.records import encode_batch
 
     tp = TopicPartition(topic, 0)
     with Client(bootstrap) as client:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from client import (
+from odradek.client import (
     Admin,
     Client,
     Consumer,

@@ -7,12 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.accumulator import Batch, encode_batch
-from client.core import ProtocolCore, ProtocolViolation, backoff_ms, parse_bootstrap
-from client.records import iter_records
-from client.types import TopicPartition
-from protocol import messages as m
-from protocol.records import Compression, decode_records, patch_base_offset, validate_client_batch
+from odradek.client.accumulator import Batch, encode_batch
+from odradek.client.core import ProtocolCore, ProtocolViolation, backoff_ms, parse_bootstrap
+from odradek.client.records import iter_records
+from odradek.client.types import TopicPartition
+from odradek.protocol import messages as m
+from odradek.protocol.records import (
+    Compression,
+    decode_records,
+    patch_base_offset,
+    validate_client_batch,
+)
 
 
 def response_bytes(response: m.Response) -> bytes:

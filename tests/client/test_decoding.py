@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from client import CorruptRecordError
-from client.accumulator import Batch, encode_batch
-from client.records import BatchCursor, iter_records
-from client.types import TopicPartition
-from protocol.records import recompute_crc
+from odradek.client import CorruptRecordError
+from odradek.client.accumulator import Batch, encode_batch
+from odradek.client.records import BatchCursor, iter_records
+from odradek.client.types import TopicPartition
+from odradek.protocol.records import recompute_crc
 
 
 def legacy(magic: int, codec: int, records: list[tuple[int, bytes | None, bytes]]) -> bytes:

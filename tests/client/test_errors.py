@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from client import (
+from odradek.client import (
     Admin,
     Client,
     InvalidTopicError,
@@ -23,7 +23,7 @@ from client import (
     errors,
     for_code,
 )
-from protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode
 from tests.broker_process import BrokerProcess
 
 

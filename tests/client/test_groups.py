@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from client import (
+from odradek.client import (
     Admin,
     AsyncAdmin,
     AsyncConsumer,
@@ -381,7 +381,7 @@ def test_cooperative_sticky_moves_only_what_it_must(bootstrap: str) -> None:
 
 KILLED_MEMBER = """
 import sys
-from client import Consumer
+from odradek.client import Consumer
 consumer = Consumer(
     sys.argv[2], bootstrap_servers=sys.argv[1], group_id=sys.argv[3], enable_auto_commit=False,
     auto_offset_reset="earliest", session_timeout_ms=1000, heartbeat_interval_ms=100,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from client.records import DecodedRecords
+from odradek.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from odradek.client.records import DecodedRecords
 from tests.client.test_roundtrip import consume_all
 
 
@@ -174,7 +174,7 @@ def test_decoded_records_take_in_chunks() -> None:
 
 
 def test_send_is_the_compiled_fast_path_unless_a_subclass_overrides_it(bootstrap: str) -> None:
-    from client import native
+    from odradek.client import native
 
     class Counting(Producer):
         def send(self, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from client import Producer, TopicPartition
-from client.partitioner import Partitioner, murmur2
+from odradek.client import Producer, TopicPartition
+from odradek.client.partitioner import Partitioner, murmur2
 
 # Kafka's UtilsTest.testMurmur2 (clients/src/test/java/org/apache/kafka/common/utils).
 KAFKA_VECTORS = {
@@ -76,7 +76,7 @@ def test_round_robin_random_and_callable() -> None:
 
 
 def test_producer_sticks_null_keys_per_batch_and_spreads_keys(bootstrap: str, topic: str) -> None:
-    from client import Admin, NewTopic
+    from odradek.client import Admin, NewTopic
 
     with Admin(bootstrap) as admin:
         admin.create_topics([NewTopic(topic, 4)])

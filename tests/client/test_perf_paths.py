@@ -1,11 +1,11 @@
-"""The client's fast paths against the reference codec in :mod:`protocol.records`.
+"""The client's fast paths against the reference codec in :mod:`odradek.protocol.records`.
 
 The consumer decodes runs of same-layout records with strided slices and one ``struct`` pass
-(:func:`client.record_runs.fast_run`) and falls back to a record-at-a-time loop; the producer
-encodes whole columns (:func:`client.accumulator.encode_batch`). Hypothesis generates batches
-that cross every boundary those paths care about (offset deltas of 1, 2 and 3 bytes, timestamp
-deltas of 1 and more bytes, a record of another size in the middle of a run, null keys and
-values, headers, gaps in the offset deltas as compaction leaves them)."""
+(:func:`odradek.client.record_runs.fast_run`) and falls back to a record-at-a-time loop; the
+producer encodes whole columns (:func:`odradek.client.accumulator.encode_batch`). Hypothesis
+generates batches that cross every boundary those paths care about (offset deltas of 1, 2 and 3
+bytes, timestamp deltas of 1 and more bytes, a record of another size in the middle of a run, null
+keys and values, headers, gaps in the offset deltas as compaction leaves them)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client import CorruptRecordError
-from client import records as client_records
-from client.accumulator import Batch, encode_batch
-from client.records import iter_records
-from client.types import TopicPartition
-from protocol.records import decode_records, recompute_crc
-from protocol.records import encode_batch as reference_encode
-from protocol.varint import encode_varint
+from odradek.client import CorruptRecordError
+from odradek.client import records as client_records
+from odradek.client.accumulator import Batch, encode_batch
+from odradek.client.records import iter_records
+from odradek.client.types import TopicPartition
+from odradek.protocol.records import decode_records, recompute_crc
+from odradek.protocol.records import encode_batch as reference_encode
+from odradek.protocol.varint import encode_varint
 
 Row = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]
 

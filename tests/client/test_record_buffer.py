@@ -1,6 +1,6 @@
-"""The producer's record buffer and tail append: the C twin (``client._record_buffer``) against
-the pure-Python one (:mod:`client.record_buffer`) and against the reference encoder in
-:mod:`protocol.records`. ``make test`` also runs the client suite with
+"""The producer's record buffer and tail append: the C twin (``odradek.client._record_buffer``)
+against the pure-Python one (:mod:`odradek.client.record_buffer`) and against the reference encoder
+in :mod:`odradek.protocol.records`. ``make test`` also runs the client suite with
 ``NO_ODRADEK_EXTENSIONS=1`` (the pure classes behind the real producer)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client import native
-from client.accumulator import Batch, RecordFuture, encode_batch
-from client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
-from client.types import TopicPartition
-from protocol.records import Compression, decode_records, validate_batch
-from protocol.records import encode_batch as reference_encode
+from odradek.client import native
+from odradek.client.accumulator import Batch, RecordFuture, encode_batch
+from odradek.client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
+from odradek.client.types import TopicPartition
+from odradek.protocol.records import Compression, decode_records, validate_batch
+from odradek.protocol.records import encode_batch as reference_encode
 
 compiled = native.load("_record_buffer")
 BUFFERS: list[Any] = [PyRecordBuffer] + ([compiled.RecordBuffer] if compiled else [])
@@ -35,7 +35,7 @@ def test_the_compiled_buffer_is_built_here() -> None:
     not a reason to run silently on the pure-Python path."""
     if os.environ.get("NO_ODRADEK_EXTENSIONS"):
         pytest.skip("NO_ODRADEK_EXTENSIONS is set: the pure-Python path is under test")
-    assert compiled is not None, "client._record_buffer was not built (pip install -e .)"
+    assert compiled is not None, "odradek.client._record_buffer was not built (pip install -e .)"
 
 
 fields = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=150, max_size=20_000))
@@ -170,7 +170,7 @@ def test_the_tail_append_declines_what_the_locked_path_must_do(
 
 def test_the_compiled_appender_needs_slots_for_its_futures() -> None:
     if compiled is None:
-        pytest.skip("client._record_buffer not built")
+        pytest.skip("odradek.client._record_buffer not built")
 
     class NoSlots:
         pass

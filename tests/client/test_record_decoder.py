@@ -1,7 +1,7 @@
 """The consumer's two RecordBatch v2 body decoders side by side: the C one
-(``client._record_decoder``, :class:`client.records.NativeRecords`) and the pure-Python one
-(:func:`client.records.decode_columns`). On every input both must give the same records
-(and those the batch was built from), or both raise CorruptRecordError — never anything
+(``odradek.client._record_decoder``, :class:`odradek.client.records.NativeRecords`) and the
+pure-Python one (:func:`odradek.client.records.decode_columns`). On every input both must give the
+same records (and those the batch was built from), or both raise CorruptRecordError — never anything
 else, never a crash. Batches are built here byte by byte (offset-delta gaps, extreme
 timestamps and offsets, overlong varints) and by kafka-python's builder (an independent
 encoder); corrupt ones by truncating and flipping bytes of valid ones.
@@ -28,15 +28,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from client import CorruptRecordError
-from client import records as client_records
-from client.records import BatchCursor
-from client.types import ConsumerRecord
-from protocol import compression
-from protocol.varint import encode_varint
+from odradek.client import CorruptRecordError
+from odradek.client import records as client_records
+from odradek.client.records import BatchCursor
+from odradek.client.types import ConsumerRecord
+from odradek.protocol import compression
+from odradek.protocol.varint import encode_varint
 
 try:
-    C: ModuleType | None = importlib.import_module("client._record_decoder")
+    C: ModuleType | None = importlib.import_module("odradek.client._record_decoder")
 except ImportError:
     C = None
 
@@ -52,12 +52,14 @@ INT32_MAX = (1 << 31) - 1
 
 def test_the_c_decoder_is_built() -> None:
     """gcc is on this machine: ``pip install -e .`` must have built the extension."""
-    assert C is not None, "client._record_decoder is not built (see pyproject.toml ext-modules)"
+    assert C is not None, (
+        "odradek.client._record_decoder is not built (see pyproject.toml ext-modules)"
+    )
     assert hasattr(C, "Records")
 
 
 def test_the_environment_selects_the_decoder() -> None:
-    code = "from client import records; print(records.decode_body.__name__)"
+    code = "from odradek.client import records; print(records.decode_body.__name__)"
     env = {k: v for k, v in os.environ.items() if k != "NO_ODRADEK_EXTENSIONS"}
     run = [sys.executable, "-c", code]
     native = subprocess.run(run, env=env, capture_output=True, text=True, check=True)

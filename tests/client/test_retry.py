@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from client import (
+from odradek.client import (
     Admin,
     Client,
     Consumer,

@@ -7,7 +7,7 @@ from concurrent.futures import wait
 
 import pytest
 
-from client import (
+from odradek.client import (
     Admin,
     Consumer,
     ConsumerRecord,

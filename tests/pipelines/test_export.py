@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.export import export, read_topic
+from odradek.pipelines.export import export, read_topic
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
-from tests.pyspark_odradek.spark_support import produce
+from tests.spark.spark_support import produce
 
 pytestmark = pytest.mark.slow
 

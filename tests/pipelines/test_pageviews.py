@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from pipelines.generate import PageView, generate_events, produce_events
-from pipelines.pageviews import start
+from odradek.pipelines.generate import PageView, generate_events, produce_events
+from odradek.pipelines.pageviews import start
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
-from tests.pyspark_odradek.spark_support import produce
+from tests.spark.spark_support import produce
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
-from protocol.compression import (
+from odradek.protocol.compression import (
     GZIP,
     LZ4,
     SNAPPY,
@@ -23,7 +23,7 @@ from protocol.compression import (
     compress,
     decompress,
 )
-from protocol.records import Compression
+from odradek.protocol.records import Compression
 
 CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
 XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)

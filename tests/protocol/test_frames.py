@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.frames import (
+from odradek.protocol.frames import (
     MAX_FRAME_BYTES_LIMIT,
     FrameDecoder,
     FrameError,
@@ -181,7 +181,7 @@ def test_non_byte_buffers_are_read_as_bytes() -> None:
 
 
 def test_drop_sent_removes_written_bytes_across_views() -> None:
-    from protocol.frames import byte_views, drop_sent
+    from odradek.protocol.frames import byte_views, drop_sent
 
     views = byte_views([b"abc", b"", bytearray(b"de"), memoryview(b"fgh")])
     assert [bytes(v) for v in views] == [b"abc", b"de", b"fgh"]  # the empty part is gone

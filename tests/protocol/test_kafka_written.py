@@ -1,7 +1,6 @@
 """Segments written by a real Apache Kafka broker parse exactly as its README says.
 
-The fixtures live in ``shared/testdata/kafka-written/`` beside the repository (``../shared``
-from the repository root, which is where CI puts it).
+The fixtures live in ``tests/testdata/kafka-written/``.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import pytest
 from kafka.record._crc32c import crc as kafka_crc32c
 from kafka.record.default_records import DefaultRecordBatch
 
-from protocol.records import (
+from odradek.protocol.records import (
     BatchHeader,
     Compression,
     CorruptRecordError,

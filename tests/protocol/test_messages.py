@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import messages as m
-from protocol.errors import ErrorCode, KafkaProtocolError, raise_for_error
-from protocol.frames import FrameDecoder, FrameError
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode, KafkaProtocolError, raise_for_error
+from odradek.protocol.frames import FrameDecoder, FrameError
 
 # ---- strategies built from the structs' own msgspec schema ---------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.recompress import CODECS, recompress_batch, target_codec
-from protocol.records import (
+from odradek.protocol.recompress import CODECS, recompress_batch, target_codec
+from odradek.protocol.records import (
     ATTR_CONTROL,
     Compression,
     decode_records,

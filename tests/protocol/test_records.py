@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.record._crc32c import crc as kafka_crc32c
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from protocol.records import (
+from odradek.protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchBuilder,
@@ -28,7 +28,7 @@ from protocol.records import (
     validate_batch,
     validate_client_batch,
 )
-from protocol.varint import encode_varint
+from odradek.protocol.varint import encode_varint
 
 Headers = Sequence[tuple[str, bytes | None]]
 RecordInput = tuple[bytes | None, bytes | None, int, Headers]

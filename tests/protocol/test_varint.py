@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record import util as kafka_util
 
-from protocol.varint import (
+from odradek.protocol.varint import (
     MAX_VARLONG_BYTES,
     VarintError,
     decode_varint,

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol import messages as m
-from protocol.records import encode_batch
+from odradek.protocol import messages as m
+from odradek.protocol.records import encode_batch
 from tests.broker.wire import Wire, fetch_all
 from tests.broker_process import BrokerProcess
 
@@ -179,7 +179,7 @@ def test_sigkill_never_loses_acknowledged_records(
     segments = sorted(str(p) for p in broker.log_dirs[0].glob(f"{TOPIC}-*/*.log"))
     assert len(segments) > PARTITIONS  # rolls happened
     verify = subprocess.run(
-        [sys.executable, "-m", "cli.main", "dump-log", "--verify-index-only", *segments],
+        [sys.executable, "-m", "odradek.cli.main", "dump-log", "--verify-index-only", *segments],
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

@@ -5,8 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from protocol.records import Compression, Record, decode_records, encode_batch, parse_batch_header
-from storage.cleaner.clean import (
+from odradek.protocol.records import (
+    Compression,
+    Record,
+    decode_records,
+    encode_batch,
+    parse_batch_header,
+)
+from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
     clean_group,
@@ -14,9 +20,9 @@ from storage.cleaner.clean import (
     finish_pass,
     plan_groups,
 )
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import cleanable_log
-from storage.log import Log
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import cleanable_log
+from odradek.storage.log import Log
 from tests.storage.conftest import region_bytes, split_batches
 
 

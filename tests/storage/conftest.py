@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import Record, decode_records, encode_batch, validate_batch
-from storage.checkpoints import CheckpointError
-from storage.config import LogConfig
-from storage.errors import StorageError
-from storage.log import Log
-from storage.segment import FileRegion
+from odradek.protocol.records import Record, decode_records, encode_batch, validate_batch
+from odradek.storage.checkpoints import CheckpointError
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import StorageError
+from odradek.storage.log import Log
+from odradek.storage.segment import FileRegion
 
 TOPIC = "orders"
 

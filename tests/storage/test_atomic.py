@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.atomic import fsync_directory, write_atomically
+from odradek.storage.atomic import fsync_directory, write_atomically
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_a_crash_before_the_rename_leaves_the_old_file(tmp_path: Path) -> None:
         f"""
         import os
         from pathlib import Path
-        from storage.atomic import write_atomically
+        from odradek.storage.atomic import write_atomically
         os.replace = lambda src, dst: os._exit(17)   # the process dies right before the rename
         write_atomically(Path({str(target)!r}), b"new")
         """
@@ -123,7 +123,7 @@ def test_a_crash_in_the_middle_of_the_write_leaves_the_old_file(tmp_path: Path) 
         f"""
         import os
         from pathlib import Path
-        from storage.atomic import write_atomically
+        from odradek.storage.atomic import write_atomically
         real_write = os.write
         def write(fd, data):
             real_write(fd, bytes(data[: len(data) // 2]))

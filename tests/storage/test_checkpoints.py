@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.checkpoints import (
+from odradek.storage.checkpoints import (
     CLEAN_SHUTDOWN_FILE,
     LOCK_FILE,
     DirLock,
@@ -26,7 +26,7 @@ from storage.checkpoints import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
-from storage.errors import InvalidTopicError, StorageError
+from odradek.storage.errors import InvalidTopicError, StorageError
 from tests.storage.conftest import expect_checkpoint_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,7 +246,7 @@ def _child(code: str, **kwargs: object) -> subprocess.Popen[str]:
 
 TRY_LOCK = """
     import sys
-    from storage.checkpoints import DirLock, LockError
+    from odradek.storage.checkpoints import DirLock, LockError
     try:
         lock = DirLock.acquire(sys.argv[1])
     except LockError as exc:

@@ -9,23 +9,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.records import (
+from odradek.protocol.records import (
     Compression,
     CorruptRecordError,
     parse_batch_header,
     validate_batch,
 )
-from storage.cleaner.clean import (
+from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
     clean_group,
     commit_group,
     plan_groups,
 )
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import cleanable_log
-from storage.log import Log
-from storage.retention import apply_retention
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import cleanable_log
+from odradek.storage.log import Log
+from odradek.storage.retention import apply_retention
 from tests.storage.cleaner_helpers import (
     clean_pass,
     consume,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storage.checkpoints import read_offset_checkpoint
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import choose_log, cleanable_log
-from storage.cleaner.throttle import Throttler
-from storage.config import LogConfig
-from storage.log import Log
-from storage.manager import LogManager
+from odradek.storage.checkpoints import read_offset_checkpoint
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import choose_log, cleanable_log
+from odradek.storage.cleaner.throttle import Throttler
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
+from odradek.storage.manager import LogManager
 from tests.storage.cleaner_helpers import clean_pass, keyed, wall_ms
 from tests.storage.conftest import config, open_log
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import Record
-from storage.cleaner.clean import CleaningStats, build_offset_map, clean_group, plan_groups
-from storage.cleaner.offset_map import OffsetMap
-from storage.cleaner.plan import cleanable_log
+from odradek.protocol.records import Record
+from odradek.storage.cleaner.clean import CleaningStats, build_offset_map, clean_group, plan_groups
+from odradek.storage.cleaner.offset_map import OffsetMap
+from odradek.storage.cleaner.plan import cleanable_log
 from tests.storage.cleaner_helpers import consume, expected_after_pass, keyed, wall_ms
 from tests.storage.conftest import config, open_log
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.index import (
+from odradek.storage.index import (
     DEFAULT_MAX_INDEX_BYTES,
     CorruptIndexError,
     IndexFullError,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.records import (
+from odradek.protocol.records import (
     ATTR_CONTROL,
     Compression,
     CorruptRecordError,
@@ -22,10 +22,10 @@ from protocol.records import (
     recompute_crc,
     validate_batch,
 )
-from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
-from storage.log import Log
-from storage.scan import scan_entries
-from storage.segment import INT32_MAX
+from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from odradek.storage.log import Log
+from odradek.storage.scan import scan_entries
+from odradek.storage.segment import INT32_MAX
 from tests.storage.conftest import (
     all_records,
     append_all,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoints import read_offset_checkpoint
-from storage.config import LogConfig
-from storage.errors import (
+from odradek.storage.checkpoints import read_offset_checkpoint
+from odradek.storage.config import LogConfig
+from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
     LogDirOfflineError,
@@ -22,8 +22,8 @@ from storage.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from storage.manager import LogManager
-from storage.meta_properties import read_meta_properties
+from odradek.storage.manager import LogManager
+from odradek.storage.meta_properties import read_meta_properties
 from tests.storage.conftest import all_records, batch, segment_files
 
 
@@ -395,7 +395,7 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     path.write_bytes(bytes(data))
     (log_dir / "recovery-point-offset-checkpoint").write_bytes(b"0\n1\nt 0 9\ngarbage\n")
     (log_dir / "log-start-offset-checkpoint").write_bytes(b"")
-    with caplog.at_level(logging.ERROR, logger="storage.manager"):
+    with caplog.at_level(logging.ERROR, logger="odradek.storage.manager"):
         manager = start([log_dir], config=cfg)
     messages = " ".join(r.getMessage() for r in caplog.records)
     assert "recovery-point-offset-checkpoint" in messages

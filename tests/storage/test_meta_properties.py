@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
-from storage.uuids import new_uuid
+from odradek.storage.meta_properties import (
+    MetaProperties,
+    read_meta_properties,
+    write_meta_properties,
+)
+from odradek.storage.uuids import new_uuid
 from tests.storage.conftest import expect_checkpoint_error
 
 CLUSTER_ID = "J8qXRwI-Qyi2G0guFTiuYw"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from odradek.storage.partition_metadata import read_partition_metadata, write_partition_metadata
 from tests.storage.conftest import expect_checkpoint_error
 
 TOPIC_ID = "oPbqxUvkSMmsDDmB7Rnxpw"

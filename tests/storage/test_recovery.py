@@ -1,4 +1,4 @@
-"""Crash states recreated on disk, then loaded: Kafka's LogLoader rules (DESIGN §3).
+"""Crash states recreated on disk, then loaded: Kafka's LogLoader rules (docs/architecture.md §4).
 
 A "crash" here drops a Log without closing it: the ``.log`` files hold what was written, the
 active segment's indexes are still preallocated (an untrimmed zero tail), nothing is flushed.
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.records import CorruptRecordError, encode_batch, validate_batch
-from storage.config import LogConfig
-from storage.loader import load_segments
-from storage.log import Log
+from odradek.protocol.records import CorruptRecordError, encode_batch, validate_batch
+from odradek.storage.config import LogConfig
+from odradek.storage.loader import load_segments
+from odradek.storage.log import Log
 from tests.storage.conftest import (
     all_records,
     batch,
@@ -224,7 +224,7 @@ def test_truncation_is_logged_with_the_byte_count(
     crash(log)
     with open(log_dir / name(0), "ab") as f:
         f.write(b"\x01" * 37)
-    with caplog.at_level(logging.WARNING, logger="storage.loader"):
+    with caplog.at_level(logging.WARNING, logger="odradek.storage.loader"):
         log = open_log(log_dir, CFG)
     assert log.next_offset == 6
     assert any("truncated 37 bytes" in r.getMessage() for r in caplog.records)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.errors import OffsetOutOfRangeError
-from storage.log import Log
-from storage.retention import apply_retention
+from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.log import Log
+from odradek.storage.retention import apply_retention
 from tests.storage.conftest import batch, config, open_log, region_bytes, segment_files
 
 

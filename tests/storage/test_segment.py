@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.records import parse_batch_header
-from storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
-from storage.segment import LogSegment, segment_path
+from odradek.protocol.records import parse_batch_header
+from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
+from odradek.storage.segment import LogSegment, segment_path
 from tests.storage.conftest import batch, region_bytes, split_batches
 
 BASE = 100

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
-from storage.errors import InvalidConfigError, InvalidTopicError
-from storage.topics import (
+from odradek.storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
+from odradek.storage.errors import InvalidConfigError, InvalidTopicError
+from odradek.storage.topics import (
     MAX_TOPIC_NAME_LENGTH,
     delete_dir_name,
     parse_partition_dir,

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from storage.uuids import new_uuid, uuid_bytes
+from odradek.storage.uuids import new_uuid, uuid_bytes
 
 
 def test_uuid_bytes_matches_kafka() -> None:

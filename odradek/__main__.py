@@ -1,0 +1,5 @@
+"""``python -m odradek ...`` is the ``odradek`` command."""
+
+from odradek.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""odradek's Python client: blocking and async producers, consumers, admin and a low-level
+client, over the native protocol (:mod:`odradek.protocol`). See docs/architecture.md §8 and the
+module docs.
+
+Blocking: :class:`Client`, :class:`Producer`, :class:`Consumer`, :class:`Admin`.
+Async (anyio: asyncio, uvloop, trio): :class:`AsyncClient`, :class:`AsyncProducer`,
+:class:`AsyncConsumer`, :class:`AsyncAdmin`. Errors: :mod:`odradek.client.errors`.
+"""
+
+from __future__ import annotations
+
+from odradek.client import errors
+from odradek.client.admin import Admin, AsyncAdmin
+from odradek.client.async_client import AsyncClient
+from odradek.client.async_consumer import AsyncConsumer
+from odradek.client.async_producer import AsyncProducer, DeliveryHandle
+from odradek.client.consumer import Consumer
+from odradek.client.errors import *  # noqa: F403 - one class per error code
+from odradek.client.group_ops import (
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    OffsetAndMetadata,
+)
+from odradek.client.partitioner import murmur2
+from odradek.client.producer import Producer
+from odradek.client.sync_client import Client
+from odradek.client.types import (
+    BrokerMetadata,
+    ClusterMetadata,
+    ConfigEntry,
+    ConsumerRecord,
+    FetchedPartition,
+    LogDirDescription,
+    NewTopic,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    RecordMetadata,
+    TopicDescription,
+    TopicMetadata,
+    TopicPartition,
+)
+
+__all__ = [
+    "Admin",
+    "AsyncAdmin",
+    "AsyncClient",
+    "AsyncConsumer",
+    "AsyncProducer",
+    "Client",
+    "Consumer",
+    "DeliveryHandle",
+    "GroupDescription",
+    "GroupListing",
+    "MemberDescription",
+    "OffsetAndMetadata",
+    "Producer",
+    "BrokerMetadata",
+    "ClusterMetadata",
+    "ConfigEntry",
+    "ConsumerRecord",
+    "FetchedPartition",
+    "LogDirDescription",
+    "NewTopic",
+    "OffsetAndTimestamp",
+    "PartitionInfo",
+    "RecordMetadata",
+    "TopicDescription",
+    "TopicMetadata",
+    "TopicPartition",
+    "errors",
+    "murmur2",
+    *errors.__all__,  # KafkaError, KafkaConnectionError, ..., for_code, one class per code
+]

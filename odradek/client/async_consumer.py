@@ -1,0 +1,313 @@
+"""The async consumer (anyio), aiokafka-style: ``await start()``/``await stop()`` or
+``async with``; ``await getone()``, ``await getmany(timeout_ms=...)``, ``async for``.
+
+Same fetch semantics as :class:`odradek.client.consumer.Consumer` (one
+:class:`~odradek.client.fetcher.Fetcher`). A fetch task in the consumer's task group keeps one Fetch
+in flight for every assigned partition whose buffer is empty, ahead of the application; ``getmany``
+waits for its data. ``start()`` enters the task group and ``stop()`` leaves it: call both from the
+same task. Consumer groups: with ``group_id``, a group task in the same task group joins, rebalances
+(running the callbacks, plain or ``async``), heartbeats and auto-commits
+(:class:`odradek.client.group_driver.AsyncGroup`); ``stop()`` commits (with auto-commit) and leaves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from odradek.client import ops
+from odradek.client.async_client import AsyncClient
+from odradek.client.core import backoff_ms
+from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
+from odradek.client.fetcher import Fetcher
+from odradek.client.group import GroupMember, OffsetAndMetadata
+from odradek.client.group_driver import AsyncGroup, LagMixin, consumed_offsets
+from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+
+__all__ = ["AsyncConsumer"]
+
+
+def _offsets(
+    found: Mapping[TopicPartition, OffsetAndTimestamp | None],
+) -> dict[TopicPartition, int]:
+    return {tp: hit.offset for tp, hit in found.items() if hit is not None}
+
+
+class AsyncConsumer(LagMixin):
+    def __init__(
+        self,
+        *topics: str,
+        bootstrap_servers: str | Sequence[str],
+        group_id: str | None = None,
+        client_id: str = "odradek-python",
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_partition_fetch_bytes: int = 1_048_576,
+        max_poll_records: int = 500,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        consumer_timeout_ms: float | None = None,
+        **group_options: Any,
+    ) -> None:
+        self._fetcher = Fetcher(
+            auto_offset_reset=auto_offset_reset,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_min_bytes=fetch_min_bytes,
+            fetch_max_bytes=fetch_max_bytes,
+            max_partition_fetch_bytes=max_partition_fetch_bytes,
+        )
+        self._client = AsyncClient(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+        )
+        self.max_poll_records = max_poll_records
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._need_fetch: anyio.Event | None = None
+        self._data: anyio.Event | None = None
+        self._iterator: list[ConsumerRecord] = []
+        self._group: AsyncGroup | None = None
+        if group_id is not None:  # group options: see client.group.GroupMember
+            member = GroupMember(
+                group_id,
+                self._fetcher,
+                client_id=client_id,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=retry_backoff_max_ms,
+                request_timeout_ms=request_timeout_ms,
+                **group_options,
+            )
+            self._group = AsyncGroup(
+                self._client, member, self._consumed, self._kick, self._fetcher.errors
+            )
+            if topics:
+                member.subscribe(topics)
+        elif topics or group_options:
+            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
+
+    # -- consumer groups ---------------------------------------------------------------------
+    def subscribe(
+        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
+        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
+        self._grouped().member.subscribe(topics, pattern, listener)
+        self._iterator = []
+        self._grouped().wake()
+
+    async def unsubscribe(self) -> None:
+        await self._grouped().run(self._grouped().member.leave_op())
+
+    async def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> None:
+        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
+        group = self._grouped()
+        await group.run(group.member.commit_op(self._consumed() if offsets is None else offsets))
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
+        group = self._grouped()
+        found = (await group.run(group.member.committed_op([tp]))).get(TopicPartition(*tp))
+        return None if found is None else found.offset
+
+    def _grouped(self) -> AsyncGroup:
+        if self._group is None:
+            raise ValueError("this needs a consumer with a group_id")
+        return self._group
+
+    def _consumed(self) -> dict[TopicPartition, int]:
+        return consumed_offsets(self._fetcher.positions, self._iterator)
+
+    # -- lifetime ----------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._client.connection()
+        self._need_fetch = anyio.Event()
+        self._data = anyio.Event()
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._fetch_loop)
+        if self._group is not None:
+            self._tg.start_soon(self._group.loop)
+
+    async def stop(self) -> None:
+        if self._tg is None:
+            return
+        tg, self._tg = self._tg, None
+        tg.cancel_scope.cancel()
+        try:
+            await tg.__aexit__(None, None, None)
+            if self._group is not None:
+                await self._group.close()
+        finally:
+            await self._client.close()
+
+    async def __aenter__(self) -> AsyncConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- assignment --------------------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._fetcher.assign(partitions)
+        self._iterator = []
+        self._kick()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._fetcher.assignment()
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._fetcher.seek(tp, offset)
+        self._iterator = []
+        self._kick()
+
+    async def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, "earliest")
+        self._iterator = []
+        self._kick()
+
+    async def seek_to_end(self, *tps: TopicPartition) -> None:
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, "latest")
+        self._iterator = []
+        self._kick()
+
+    async def position(self, tp: TopicPartition) -> int:
+        tp = TopicPartition(*tp)
+        self._fetcher._check(tp)
+        await self._resolve_positions()
+        position = self._fetcher.positions[tp]
+        assert position is not None
+        return position
+
+    async def _resolve_positions(self) -> None:
+        missing = self._fetcher.missing_positions()
+        if missing:
+            raise OffsetOutOfRangeError(
+                f"no position for {missing} and auto_offset_reset='none' (seek first)"
+            )
+        wanted = self._fetcher.reset_requests()
+        if wanted:
+            self._fetcher.apply_resets(await self._client.list_offsets(wanted))
+
+    def _kick(self) -> None:
+        if self._need_fetch is not None:
+            self._need_fetch.set()
+
+    # -- offsets lookups ---------------------------------------------------------------------
+    async def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        found = await self._client.list_offsets({TopicPartition(*tp): -2 for tp in tps})
+        return _offsets(found)
+
+    async def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        found = await self._client.list_offsets({TopicPartition(*tp): -1 for tp in tps})
+        return _offsets(found)
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        return await self._client.list_offsets(
+            {TopicPartition(*tp): ts for tp, ts in timestamps.items()}
+        )
+
+    async def topics(self) -> set[str]:
+        meta = await self._client.metadata(None)
+        return {n for n, i in meta.topics.items() if not i.is_internal and not i.error_code}
+
+    async def partitions_for_topic(self, topic: str) -> set[int] | None:
+        info = (await self._client.metadata([topic])).topics.get(topic)
+        return None if info is None or info.error_code else set(info.partitions)
+
+    # -- fetching ----------------------------------------------------------------------------
+    async def _fetch_loop(self) -> None:
+        fetcher = self._fetcher
+        failures = 0
+        while True:
+            try:
+                await self._resolve_positions()
+                offsets = fetcher.fetchable()
+                if not offsets:
+                    assert self._need_fetch is not None
+                    await self._need_fetch.wait()
+                    self._need_fetch = anyio.Event()
+                    continue
+                fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options()))
+                retry = fetcher.on_fetch(offsets, fetched)
+            except KafkaError as exc:
+                if not exc.retriable:
+                    fetcher.report(exc)
+                retry = True
+            self._notify_data()
+            if retry:
+                delay = backoff_ms(failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
+                failures += 1
+                await anyio.sleep(delay / 1000)
+            else:
+                failures = 0
+
+    def _notify_data(self) -> None:
+        if self._data is not None:
+            self._data.set()
+            self._data = anyio.Event()
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records of the assigned partitions (of ``partitions`` if given: not supported yet,
+        all assigned partitions are returned), waiting up to ``timeout_ms`` for some."""
+        if self._tg is None:
+            raise KafkaError("consumer is not started")
+        self._iterator = []
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            self._fetcher.raise_errors()
+            records = self._fetcher.drain(max_records or self.max_poll_records)
+            self._kick()
+            if records:
+                return records
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {}
+            assert self._data is not None
+            with anyio.move_on_after(remaining):
+                await self._data.wait()
+
+    async def getone(self) -> ConsumerRecord:
+        """The next record, waiting as long as it takes."""
+        while not self._iterator:
+            batch = await self.getmany(timeout_ms=1000)
+            self._iterator = [r for records in batch.values() for r in records][::-1]
+        return self._iterator.pop()
+
+    def __aiter__(self) -> AsyncConsumer:
+        return self
+
+    async def __anext__(self) -> ConsumerRecord:
+        if self.consumer_timeout_ms is None:
+            return await self.getone()
+        if self._iterator:
+            return self._iterator.pop()
+        batch = await self.getmany(timeout_ms=self.consumer_timeout_ms)
+        if not batch:
+            raise StopAsyncIteration
+        self._iterator = [r for records in batch.values() for r in records][::-1]
+        return self._iterator.pop()

@@ -1,0 +1,362 @@
+"""The blocking consumer (kafka-python-like): manual assignment, seek, poll, iteration.
+
+Pipelining: after a poll hands records out, the next Fetch for the partitions whose buffers
+are empty is already sent (its future completes on the connection's reader thread while
+the application works), so at most one fetch is in flight, ahead of the application.
+
+Consumer groups: with ``group_id``, ``topics``/``subscribe`` join the group
+(:mod:`odradek.client.group`); ``poll`` runs rebalances (and their callbacks) and auto-commits, a
+daemon thread sends the heartbeats (:mod:`odradek.client.group_driver`); ``close`` commits (with
+auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from itertools import chain
+from typing import Any
+
+from odradek.client import ops
+from odradek.client.core import backoff_ms
+from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
+from odradek.client.fetcher import Fetcher
+from odradek.client.group import GroupMember, OffsetAndMetadata
+from odradek.client.group_driver import BlockingGroup, LagMixin, consumed_offsets
+from odradek.client.sync_client import Client
+from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+
+__all__ = ["Consumer"]
+
+_monotonic = time.monotonic
+
+
+class Consumer(LagMixin):
+    def __init__(
+        self,
+        *topics: str,
+        bootstrap_servers: str | Sequence[str],
+        group_id: str | None = None,
+        client_id: str = "odradek-python",
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_partition_fetch_bytes: int = 1_048_576,
+        max_poll_records: int = 500,
+        request_timeout_ms: int = 30_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        consumer_timeout_ms: float | None = None,
+        **group_options: Any,
+    ) -> None:
+        self._fetcher = Fetcher(
+            auto_offset_reset=auto_offset_reset,
+            fetch_max_wait_ms=fetch_max_wait_ms,
+            fetch_min_bytes=fetch_min_bytes,
+            fetch_max_bytes=fetch_max_bytes,
+            max_partition_fetch_bytes=max_partition_fetch_bytes,
+        )
+        self._client = Client(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+        )
+        self.group_id = group_id
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self.max_poll_records = max_poll_records
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self._in_flight: tuple[dict[TopicPartition, int], Future[Any]] | None = None
+        self._not_before_s = 0.0  # fetch backoff after a retriable error
+        self._failures = 0
+        # records drained for iteration and the iterator handing them out (its length hint is
+        # the number not yet yielded)
+        self._iter_records: list[ConsumerRecord] = []
+        self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
+        self._closed = False
+        self._group: BlockingGroup | None = None
+        if group_id is not None:  # group options: see client.group.GroupMember
+            member = GroupMember(
+                group_id,
+                self._fetcher,
+                client_id=client_id,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=retry_backoff_max_ms,
+                request_timeout_ms=request_timeout_ms,
+                **group_options,
+            )
+            self._group = BlockingGroup(self._client, member, self._consumed)
+            if topics:
+                member.subscribe(topics)
+        elif topics or group_options:
+            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
+
+    # -- consumer groups -----------------------------------------------------------------------
+    def subscribe(
+        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
+        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
+        self._member().subscribe(topics, pattern, listener)
+        self._rewind()
+
+    def unsubscribe(self) -> None:
+        self._rewind()
+        self._run(self._member().leave_op())
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> None:
+        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
+        self._run(self._member().commit_op(self._consumed() if offsets is None else offsets))
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
+        found = self._run(self._member().committed_op([tp])).get(TopicPartition(*tp))
+        return None if found is None else found.offset
+
+    def _member(self) -> GroupMember:
+        if self._group is None:
+            raise ValueError("this needs a consumer with a group_id")
+        return self._group.member
+
+    def _run(self, op: Any) -> Any:
+        self._member()
+        assert self._group is not None
+        return self._group.run(op)
+
+    def _consumed(self) -> dict[TopicPartition, int]:
+        return consumed_offsets(self._fetcher.positions, self._iter_records[self._iter_index() :])
+
+    def _iter_index(self) -> int:
+        """How many of ``_iter_records`` were yielded."""
+        return len(self._iter_records) - self._iter_it.__length_hint__()  # type: ignore[attr-defined]
+
+    # -- assignment and positions --------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        self._fetcher.assign(partitions)
+        self._rewind()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._fetcher.assignment()
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._fetcher.seek(tp, offset)
+        self._rewind()
+
+    def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, "earliest")
+        self._rewind()
+
+    def seek_to_end(self, *tps: TopicPartition) -> None:
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, "latest")
+        self._rewind()
+
+    def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record to be returned (resolving a pending reset)."""
+        tp = TopicPartition(*tp)
+        self._fetcher._check(tp)
+        self._rewind()
+        self._resolve_positions()
+        position = self._fetcher.positions[tp]
+        assert position is not None
+        return position
+
+    def _resolve_positions(self) -> None:
+        missing = self._fetcher.missing_positions()
+        if missing:
+            raise OffsetOutOfRangeError(
+                f"no position for {missing} and auto_offset_reset='none' (seek first)"
+            )
+        wanted = self._fetcher.reset_requests()
+        if wanted:
+            self._fetcher.apply_resets(self._client.list_offsets(wanted))
+
+    # -- offsets lookups -----------------------------------------------------------------------
+    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return _offsets(self._client.list_offsets({TopicPartition(*tp): -2 for tp in tps}))
+
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return _offsets(self._client.list_offsets({TopicPartition(*tp): -1 for tp in tps}))
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        for ts in timestamps.values():
+            if ts < 0:
+                raise ValueError(f"timestamps must be >= 0, not {ts}")
+        return self._client.list_offsets({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+
+    def topics(self) -> set[str]:
+        return {
+            name
+            for name, info in self._client.metadata(None).topics.items()
+            if not info.is_internal and not info.error_code
+        }
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        info = self._client.metadata([topic]).topics.get(topic)
+        if info is None or info.error_code:
+            return None
+        return set(info.partitions)
+
+    # -- polling -------------------------------------------------------------------------------
+    def poll(
+        self, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched for the assigned partitions, waiting up to ``timeout_ms`` for some."""
+        if self._closed:
+            raise KafkaError("consumer is closed")
+        self._rewind()
+        return self._poll(timeout_ms, max_records or self.max_poll_records)
+
+    def _poll(
+        self, timeout_ms: float, max_records: int
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        fetcher = self._fetcher
+        deadline = _monotonic() + timeout_ms / 1000
+        while True:
+            if self._group is not None:
+                self._group.step()
+            fetcher.raise_errors()
+            self._resolve_positions()
+            records = fetcher.drain(max_records)
+            if records:
+                self._prefetch()
+                return records
+            self._prefetch()
+            remaining = deadline - _monotonic()
+            if remaining <= 0:
+                return {}
+            if self._in_flight is None:
+                time.sleep(min(remaining, max(0.0, self._not_before_s - _monotonic()) or remaining))
+                continue
+            self._await_fetch(remaining)
+
+    def _prefetch(self) -> None:
+        if self._in_flight is not None or _monotonic() < self._not_before_s:
+            return
+        offsets = self._fetcher.fetchable()
+        if not offsets:
+            return
+        request = ops.build_fetch(offsets, **self._fetcher.fetch_options())
+        try:
+            future = self._client.connection().submit(request)
+        except KafkaError:
+            self._backoff()
+            return
+        assert future is not None
+        self._in_flight = (offsets, future)
+
+    def _await_fetch(self, timeout_s: float) -> None:
+        assert self._in_flight is not None
+        offsets, future = self._in_flight
+        try:
+            response, tail = future.result(timeout_s)
+        except TimeoutError:
+            return
+        except KafkaError:
+            self._in_flight = None
+            self._backoff()
+            return
+        self._in_flight = None
+        if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
+            self._backoff()
+        else:
+            self._failures = 0
+
+    def _backoff(self) -> None:
+        delay_ms = backoff_ms(self._failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
+        self._failures += 1
+        self._not_before_s = _monotonic() + delay_ms / 1000
+
+    # -- iteration -----------------------------------------------------------------------------
+    # Iterating hands out the records of one drain at a time through a plain list iterator, so
+    # a ``for`` loop over the consumer runs no Python code per record: ``__iter__`` chains the
+    # list iterators (``itertools.chain``, in C) and Python runs once per drained chunk.
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return chain.from_iterable(self._iter_chunks())
+
+    def _iter_chunks(self) -> Iterator[Iterator[ConsumerRecord]]:
+        while True:
+            yield self._iter_it  # what is left of the current chunk (possibly nothing)
+            if not self._next_chunk():
+                return
+
+    def __next__(self) -> ConsumerRecord:
+        for record in self._iter_it:
+            return record
+        if not self._next_chunk():
+            raise StopIteration
+        return next(self._iter_it)
+
+    def _next_chunk(self) -> bool:
+        """Drain the next records for iteration (``False``: ``consumer_timeout_ms`` passed).
+        ``max_poll_records`` at a time: few enough that the records alive at once rarely
+        trigger a garbage-collector pass (its generation 0 holds 700 objects)."""
+        timeout_ms = self.consumer_timeout_ms
+        deadline = None if timeout_ms is None else _monotonic() + timeout_ms / 1000
+        budget = self.max_poll_records
+        while True:
+            wait_ms = 1000 if deadline is None else (deadline - _monotonic()) * 1000
+            batch = self._poll(max(0.0, wait_ms), budget)
+            if batch:
+                break
+            if deadline is not None and _monotonic() >= deadline:
+                return False
+        if len(batch) == 1:
+            [records] = batch.values()
+        else:
+            records = list(chain.from_iterable(batch.values()))
+        self._iter_records = records
+        self._iter_it = iter(records)
+        return True
+
+    def _rewind(self) -> None:
+        """Give the records drained for iteration but not yet yielded back to the fetcher,
+        so positions (and the next poll) start at the first record not yielded."""
+        records = self._iter_records
+        index = self._iter_index()
+        if index < len(records):
+            self._fetcher.unread(records[index:])
+        # exhaust the iterator in place: a running ``for`` loop holds it (see __iter__)
+        self._iter_it.__setstate__(len(records))  # type: ignore[attr-defined]
+        self._iter_records = []
+        self._iter_it = iter(self._iter_records)
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Commit (with auto-commit) and leave the group, then close the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._group is not None:
+                self._rewind()
+                self._group.close()
+        finally:
+            self._client.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _offsets(found: dict[TopicPartition, OffsetAndTimestamp | None]) -> dict[TopicPartition, int]:
+    return {tp: hit.offset for tp, hit in found.items() if hit is not None}

@@ -1,0 +1,269 @@
+"""Fetch positions and buffered fetched data for the consumers (no I/O: the blocking and async
+consumers drive it).
+
+State per assigned partition: ``position`` (next offset to hand out, ``None`` until reset),
+a pending reset (``"earliest"``/``"latest"``), and at most one :class:`BatchCursor` over the
+bytes of the last Fetch response. Invariants:
+
+1. A Fetch is built only for partitions with a position, no pending reset, and nothing left
+   to decode (no buffer, or a buffer without a whole batch left: then the fetch starts where
+   that buffer ends, while its decoded records are still handed out — the prefetch). At most
+   one prefetched buffer waits behind the current one (``next_buffers``).
+2. A response is applied only to partitions still assigned whose fetch offset (rule 1) equals
+   the offset the request asked for (a ``seek`` or reassignment while the fetch was in flight
+   makes the data stale: it is dropped).
+3. Records are handed out in offset order and the position moves past each record handed
+   out (and past skipped control batches), so ``position()`` is the next offset to consume.
+
+Errors: ``OFFSET_OUT_OF_RANGE`` schedules a reset by ``auto_offset_reset`` (``"none"``: the
+error is raised by the next poll); other retriable errors just fetch again after a backoff;
+non-retriable errors (and corrupt batches) are raised by the next poll.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
+from odradek.client.records import BatchCursor, DecodedRecords
+from odradek.client.types import (
+    ConsumerRecord,
+    FetchedPartition,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+from odradek.protocol import messages as m
+
+__all__ = ["Fetcher"]
+
+_RESET_TIMESTAMPS = {"earliest": m.EARLIEST_TIMESTAMP, "latest": m.LATEST_TIMESTAMP}
+
+
+class Fetcher:
+    def __init__(
+        self,
+        *,
+        auto_offset_reset: str = "latest",
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_partition_fetch_bytes: int = 1_048_576,
+    ) -> None:
+        if auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError(
+                f"auto_offset_reset must be 'earliest', 'latest' or 'none': {auto_offset_reset!r}"
+            )
+        self.auto_offset_reset = auto_offset_reset
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_bytes = fetch_max_bytes
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.positions: dict[TopicPartition, int | None] = {}
+        self.resets: dict[TopicPartition, str] = {}
+        self.buffers: dict[TopicPartition, BatchCursor] = {}
+        self.next_buffers: dict[TopicPartition, BatchCursor] = {}  # prefetched, after buffers
+        # decoded, not handed out yet: a batch's columns, or records given back by unread()
+        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
+        self.errors: list[KafkaError] = []
+        self.high_watermarks: dict[TopicPartition, int] = {}
+
+    # -- assignment and positions ------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        new = {TopicPartition(*tp) for tp in partitions}
+        for tp in list(self.positions):
+            if tp not in new:
+                self._drop(tp)
+                del self.positions[tp]
+        for tp in new:
+            if tp not in self.positions:
+                self.positions[tp] = None
+                if self.auto_offset_reset != "none":
+                    self.resets[tp] = self.auto_offset_reset
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.positions)
+
+    def _check(self, tp: TopicPartition) -> TopicPartition:
+        tp = TopicPartition(*tp)
+        if tp not in self.positions:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        return tp
+
+    def _drop(self, tp: TopicPartition) -> None:
+        self.buffers.pop(tp, None)
+        self.next_buffers.pop(tp, None)
+        self.pending_records.pop(tp, None)
+        self.resets.pop(tp, None)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        tp = self._check(tp)
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, not {offset}")
+        self._drop(tp)
+        self.positions[tp] = offset
+        self.errors.clear()  # raised for the old position: the application moved on
+
+    def request_reset(self, tp: TopicPartition, policy: str) -> None:
+        tp = self._check(tp)
+        self._drop(tp)
+        self.resets[tp] = policy
+        self.errors.clear()
+
+    def reset_requests(self) -> dict[TopicPartition, int]:
+        """ListOffsets timestamps for every pending reset."""
+        return {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
+
+    def apply_resets(self, found: dict[TopicPartition, OffsetAndTimestamp | None]) -> None:
+        for tp, hit in found.items():
+            if tp in self.resets and hit is not None:
+                del self.resets[tp]
+                self.positions[tp] = hit.offset
+
+    def missing_positions(self) -> list[TopicPartition]:
+        """Partitions with no position and no reset policy (``auto_offset_reset="none"``)."""
+        return [tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets]
+
+    # -- fetching ----------------------------------------------------------------------------
+    def fetchable(self) -> dict[TopicPartition, int]:
+        """``{tp: fetch offset}`` for partitions that need data now (invariant 1): nothing
+        buffered, or a buffer with no whole batch left to decode (prefetch: the records
+        already decoded are still being handed out; the fetch starts after them)."""
+        out = {}
+        for tp, pos in self.positions.items():
+            if pos is None or tp in self.resets or tp in self.next_buffers:
+                continue
+            offset = self._fetch_offset(tp, pos)
+            if offset is not None:
+                out[tp] = offset
+        return out
+
+    def _fetch_offset(self, tp: TopicPartition, position: int) -> int | None:
+        cursor = self.buffers.get(tp)
+        if cursor is not None:
+            return cursor.position if cursor.exhausted else None
+        return None if tp in self.pending_records else position
+
+    def fetch_options(self) -> dict[str, int]:
+        """Keyword arguments of ``fetch_op`` for this consumer's settings."""
+        return {
+            "max_wait_ms": self.fetch_max_wait_ms,
+            "min_bytes": self.fetch_min_bytes,
+            "max_bytes": self.fetch_max_bytes,
+            "partition_max_bytes": self.max_partition_fetch_bytes,
+        }
+
+    def on_fetch(
+        self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]
+    ) -> bool:
+        """Apply a Fetch response; returns whether a retriable error calls for a backoff."""
+        backoff = False
+        for tp, part in fetched.items():
+            position = self.positions.get(tp)
+            if position is None or tp in self.next_buffers:
+                continue
+            if requested.get(tp) is None or self._fetch_offset(tp, position) != requested[tp]:
+                continue  # invariant 2: stale
+            if part.error is not None:
+                if isinstance(part.error, OffsetOutOfRangeError):
+                    self._drop(tp)
+                    if self.auto_offset_reset == "none":
+                        self.errors.append(part.error)
+                    else:
+                        self.resets[tp] = self.auto_offset_reset
+                elif part.error.retriable:
+                    backoff = True
+                else:
+                    self.errors.append(part.error)
+                continue
+            self.high_watermarks[tp] = part.high_watermark
+            if len(part.records):
+                cursor = BatchCursor(tp.topic, tp.partition, part.records, requested[tp])
+                if tp in self.buffers:
+                    self.next_buffers[tp] = cursor
+                else:
+                    self.buffers[tp] = cursor
+        return backoff
+
+    def raise_errors(self) -> None:
+        if self.errors:
+            error = self.errors.pop(0)
+            raise error
+
+    def report(self, error: KafkaError) -> None:
+        """Queue ``error`` for the next poll, once: a background loop that keeps failing the
+        same way (no position, out of range with reset "none") must not pile up copies."""
+        if not any(type(e) is type(error) and str(e) == str(error) for e in self.errors):
+            self.errors.append(error)
+
+    def unread(self, records: list[ConsumerRecord]) -> None:
+        """Put records handed out by :meth:`drain` back (in order, ahead of what is pending)
+        and move each partition's position back to its first one."""
+        by_tp: dict[TopicPartition, list[ConsumerRecord]] = {}
+        for record in records:
+            by_tp.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+        for tp, taken in by_tp.items():
+            if tp not in self.positions:
+                continue
+            self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
+            self.positions[tp] = taken[0].offset
+
+    def has_data(self) -> bool:
+        return bool(self.pending_records) or bool(self.buffers) or bool(self.next_buffers)
+
+    def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3)."""
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        budget = max_records
+        for tp in list(self.positions):
+            if budget <= 0:
+                break
+            taken = self._take(tp, budget)
+            if taken:
+                out[tp] = taken
+                budget -= len(taken)
+        return out
+
+    def _take(self, tp: TopicPartition, budget: int) -> list[ConsumerRecord]:
+        taken: list[ConsumerRecord] = []
+        while budget > 0:
+            pending = self.pending_records.get(tp)
+            if pending:
+                if type(pending) is list:  # records given back by unread()
+                    chunk = pending[:budget]
+                    rest: list[ConsumerRecord] | DecodedRecords = pending[budget:]
+                else:  # a decoded batch: its records are built as they are taken
+                    chunk = pending.take(budget)
+                    rest = pending
+                if rest:
+                    self.pending_records[tp] = rest
+                else:
+                    del self.pending_records[tp]
+                taken += chunk
+                budget -= len(chunk)
+                self.positions[tp] = chunk[-1].offset + 1
+                continue
+            self.pending_records.pop(tp, None)
+            cursor = self.buffers.get(tp)
+            if cursor is None:
+                break
+            try:
+                records = cursor.next_batch()
+            except KafkaError as exc:
+                del self.buffers[tp]
+                if taken:
+                    self.errors.append(exc)
+                    break
+                raise
+            if records is None:  # no whole batch left (a partial tail): fetch from here
+                del self.buffers[tp]
+                self.positions[tp] = cursor.position
+                following = self.next_buffers.pop(tp, None)
+                if following is None:
+                    break
+                self.buffers[tp] = following
+                continue
+            if records:
+                self.pending_records[tp] = records
+            else:  # control batch or below the position: just move the position
+                self.positions[tp] = max(self.positions[tp] or 0, cursor.position)
+        return taken

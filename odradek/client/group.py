@@ -1,0 +1,406 @@
+"""Consumer-group membership as a sans-I/O state machine, shared by both consumer faces.
+
+:class:`GroupMember` holds the membership (member id, generation, assignment, subscription)
+and drives a :class:`~odradek.client.fetcher.Fetcher`. Its operations are generators (as in
+:mod:`odradek.client.ops`) that yield three kinds of effects, which a driver
+(:mod:`odradek.client.group_driver`: blocking or anyio) carries out and answers:
+
+- :class:`odradek.client.ops.Call`: send a request, send back ``(response, raw_tail)`` (or throw the
+  call's exception in);
+- :class:`Sleep`: a backoff before a retry;
+- :class:`Notify`: run a rebalance callback (``on_revoked`` / ``on_assigned``) with a set of
+  partitions (an exception it raises is thrown back in and ends the operation).
+
+Rebalance protocol (Kafka's, over the broker's server-side assignment, docs/protocol.md):
+
+1. ``rejoin_needed`` is set by ``subscribe``, a heartbeat answering ``REBALANCE_IN_PROGRESS``
+   / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID``, a failed commit of the same kind, or a
+   regex subscription whose matching topics changed (checked every ``metadata_max_age_ms``).
+2. Eager assignors (``range``, ``roundrobin``, ``sticky``): before joining, the member commits
+   its consumed positions (auto-commit), calls ``on_revoked(all)`` and drops every partition,
+   so no partition is read by two members at once. ``cooperative-sticky`` keeps its
+   partitions through the join and revokes only those it lost, after the SyncGroup.
+3. JoinGroup (with the KIP-394 member-id round trip), SyncGroup, then OffsetFetch for the
+   partitions added; they start at their committed offset (the next offset to read) or, with
+   none committed, by ``auto_offset_reset`` (``none``: the next poll raises). Then
+   ``on_assigned(added)``. Retriable failures back off (``retry_backoff_ms`` doubling) and
+   retry; ``UNKNOWN_MEMBER_ID`` restarts with a new member id; non-retriable errors raise.
+4. Heartbeats (``heartbeat_interval_ms``) run only while the member is stable (not joining);
+   an answer about a generation the member has left since is ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.fetcher import Fetcher
+from odradek.client.group_ops import (
+    OffsetAndMetadata,
+    commit_offsets_op,
+    fetch_offsets_op,
+    heartbeat_op,
+    join_op,
+    leave_op,
+    normalize_offsets,
+    sync_op,
+)
+from odradek.client.ops import Op, metadata_op
+from odradek.client.types import TopicPartition
+from odradek.protocol.errors import ErrorCode
+
+__all__ = [
+    "GroupMember",
+    "Notify",
+    "OffsetAndMetadata",
+    "Sleep",
+]
+
+log = logging.getLogger(__name__)
+
+_REJOIN_CODES = {
+    ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+}
+ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")
+Callback = Callable[[set[TopicPartition]], Any]
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+class Notify(NamedTuple):
+    callback: Callback
+    partitions: set[TopicPartition]
+
+
+def _listener_callbacks(listener: Any) -> tuple[Callback | None, Callback | None]:
+    """kafka-python's ``ConsumerRebalanceListener`` (or any object with its two methods)."""
+    if listener is None:
+        return None, None
+    return listener.on_partitions_assigned, listener.on_partitions_revoked
+
+
+class GroupMember:
+    def __init__(
+        self,
+        group_id: str,
+        fetcher: Fetcher,
+        *,
+        client_id: str = "odradek-python",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        request_timeout_ms: int = 30_000,
+        session_timeout_ms: int = 45_000,
+        heartbeat_interval_ms: int = 3000,
+        max_poll_interval_ms: int = 300_000,
+        partition_assignment_strategy: Iterable[str] = ("range",),
+        group_instance_id: str | None = None,
+        metadata_max_age_ms: int = 300_000,
+        on_assigned: Callback | None = None,
+        on_revoked: Callback | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not group_id:
+            raise ValueError("group_id must be a non-empty string")
+        self.assignors = list(partition_assignment_strategy)
+        unknown = [a for a in self.assignors if a not in ASSIGNORS]
+        if unknown:
+            raise ValueError(f"unknown assignors {unknown}; known: {', '.join(ASSIGNORS)}")
+        self.group_id = group_id
+        self.fetcher = fetcher
+        self.client_id = client_id
+        self.enable_auto_commit = enable_auto_commit
+        self.auto_commit_interval_s = auto_commit_interval_ms / 1000
+        self.retry_backoff_s = retry_backoff_ms / 1000
+        self.retry_backoff_max_s = retry_backoff_max_ms / 1000
+        self.request_timeout_s = request_timeout_ms / 1000
+        self.session_timeout_ms = session_timeout_ms
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.rebalance_timeout_ms = max_poll_interval_ms
+        self.group_instance_id = group_instance_id
+        self.metadata_max_age_s = metadata_max_age_ms / 1000
+        self.on_assigned, self.on_revoked = on_assigned, on_revoked
+        self.clock = clock
+        # membership
+        self.member_id = ""
+        self.generation = -1
+        self.protocol_name: str | None = None
+        self.assignment: set[TopicPartition] = set()
+        self.subscribed = False
+        self.topics: list[str] = []
+        self.pattern: re.Pattern[str] | None = None
+        self.rejoin_needed = False
+        self.reset_member = False
+        self.joining = False
+        now = clock()
+        self.next_heartbeat_s = now
+        self.next_commit_s = now + self.auto_commit_interval_s
+        self.next_metadata_s = now
+        self.last_committed: dict[TopicPartition, int] = {}
+
+    # -- subscription ----------------------------------------------------------------------
+    def subscribe(
+        self,
+        topics: Iterable[str] = (),
+        pattern: str | re.Pattern[str] | None = None,
+        listener: Any = None,
+    ) -> None:
+        topics = [topics] if isinstance(topics, str) else sorted(set(topics))
+        if bool(topics) == (pattern is not None):
+            raise ValueError("subscribe to a list of topics or to a pattern (one of them)")
+        self.pattern = None if pattern is None else re.compile(pattern)
+        self.topics = topics
+        self.subscribed = True
+        self.rejoin_needed = True
+        self.next_metadata_s = self.clock()
+        if listener is not None:
+            self.on_assigned, self.on_revoked = _listener_callbacks(listener)
+
+    @property
+    def stable(self) -> bool:
+        return self.generation >= 0 and not self.joining and not self.rejoin_needed
+
+    @property
+    def cooperative(self) -> bool:
+        return self.protocol_name == "cooperative-sticky"
+
+    def heartbeat_due(self) -> bool:
+        return self.stable and self.clock() >= self.next_heartbeat_s
+
+    def next_wakeup_s(self) -> float:
+        """When :meth:`poll_op` or :meth:`heartbeat_op` has something to do next (clock s)."""
+        now = self.clock()
+        times = [now + 1.0]
+        if self.subscribed and self.rejoin_needed:
+            return now
+        if self.generation >= 0:
+            times.append(self.next_heartbeat_s)
+        if self.enable_auto_commit:
+            times.append(self.next_commit_s)
+        if self.pattern is not None:
+            times.append(self.next_metadata_s)
+        return min(times)
+
+    # -- the consumer's periodic step --------------------------------------------------------
+    def poll_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+        """Everything due: the regex check, a rebalance, an auto-commit."""
+        now = self.clock()
+        if self.subscribed and self.pattern is not None and now >= self.next_metadata_s:
+            yield from self._check_pattern_op()
+        if self.subscribed and self.rejoin_needed:
+            yield from self._rebalance_op(consumed)
+        if self.enable_auto_commit and self.clock() >= self.next_commit_s:
+            self.next_commit_s = self.clock() + self.auto_commit_interval_s
+            yield from self._commit_quietly_op(consumed())
+
+    def _check_pattern_op(self) -> Op[None]:
+        assert self.pattern is not None
+        self.next_metadata_s = self.clock() + self.metadata_max_age_s
+        try:
+            meta = yield from metadata_op(None)
+        except KafkaError as exc:
+            log.warning("group %s: metadata for the pattern failed: %s", self.group_id, exc)
+            self.next_metadata_s = self.clock() + self.retry_backoff_s
+            return
+        topics = sorted(
+            name
+            for name, info in meta.topics.items()
+            if not info.is_internal and not info.error_code and self.pattern.fullmatch(name)
+        )
+        if topics != self.topics:
+            self.topics = topics
+            self.rejoin_needed = True
+
+    # -- rebalance -----------------------------------------------------------------------------
+    def _rebalance_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+        if self.assignment and not self.cooperative:
+            yield from self._revoke_op(set(self.assignment), consumed)
+        failures = 0
+        self.joining = True
+        done = False
+        try:
+            while True:
+                self.rejoin_needed = False  # a heartbeat may set it again meanwhile
+                if self.reset_member:
+                    self.reset_member = False
+                    self.member_id, self.generation = "", -1
+                try:
+                    new, committed = yield from self._join_and_sync_op()
+                    break
+                except KafkaError as exc:
+                    self.rejoin_needed = True
+                    delay_s = self._membership_error(exc, failures)
+                    failures += 1
+                    if delay_s:
+                        yield Sleep(delay_s)
+            done = True
+        finally:
+            self.joining = False
+            if not done:  # abandoned (cancelled, interrupted, fatal): join again next time
+                self.rejoin_needed = True
+        revoked = self.assignment - new
+        if revoked:  # cooperative: only what moved away
+            yield from self._revoke_op(revoked, consumed)
+        added = new - self.assignment
+        self.assignment = new
+        self.fetcher.assign(new)  # positions of kept partitions stay
+        for tp in added:
+            hit = committed.get(tp)
+            if hit is not None:
+                self.fetcher.seek(tp, hit.offset)
+                self.last_committed[tp] = hit.offset
+        self.next_heartbeat_s = self.clock() + self.heartbeat_interval_s
+        log.info(
+            "group %s: generation %d, member %s, assigned %s",
+            self.group_id,
+            self.generation,
+            self.member_id,
+            sorted(new),
+        )
+        if self.on_assigned is not None:
+            yield Notify(self.on_assigned, added)
+
+    def _join_and_sync_op(
+        self,
+    ) -> Op[tuple[set[TopicPartition], dict[TopicPartition, OffsetAndMetadata | None]]]:
+        joined = yield from join_op(
+            self.group_id,
+            self.member_id,
+            self.topics,
+            client_id=self.client_id,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            assignors=self.assignors,
+            group_instance_id=self.group_instance_id,
+        )
+        self.member_id, self.generation = joined.member_id, joined.generation_id
+        self.protocol_name = joined.protocol_name
+        new = yield from sync_op(
+            self.group_id, self.generation, self.member_id, self.group_instance_id
+        )
+        added = new - self.assignment
+        committed = (yield from fetch_offsets_op(self.group_id, added)) if added else {}
+        return new, committed
+
+    def _membership_error(self, exc: KafkaError, failures: int) -> float:
+        """How long to wait before joining again after ``exc``; raises if it is fatal."""
+        if exc.code in _REJOIN_CODES:
+            if exc.code != ErrorCode.REBALANCE_IN_PROGRESS:
+                self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
+                self.generation = -1
+            return 0.0
+        if exc.retriable or isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+            log.warning("group %s: join failed, retrying: %s", self.group_id, exc)
+            return min(self.retry_backoff_s * 2**failures, self.retry_backoff_max_s)
+        raise exc
+
+    def _revoke_op(
+        self, partitions: set[TopicPartition], consumed: Callable[[], dict[TopicPartition, int]]
+    ) -> Op[None]:
+        """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
+        if self.enable_auto_commit and self.generation >= 0:
+            offsets = {tp: off for tp, off in consumed().items() if tp in partitions}
+            yield from self._commit_quietly_op(offsets)
+        if self.on_revoked is not None:
+            yield Notify(self.on_revoked, set(partitions))
+        self.assignment -= partitions
+        self.fetcher.assign(self.assignment)
+
+    # -- heartbeats ----------------------------------------------------------------------------
+    def heartbeat_op(self) -> Op[None]:
+        if not self.stable:
+            return
+        generation, member_id = self.generation, self.member_id
+        self.next_heartbeat_s = self.clock() + self.heartbeat_interval_s
+        try:
+            code = yield from heartbeat_op(
+                self.group_id, generation, member_id, self.group_instance_id
+            )
+        except KafkaError as exc:  # the connection: try again at the next interval
+            log.warning("group %s: heartbeat failed: %s", self.group_id, exc)
+            return
+        if not code or self.joining or (generation, member_id) != (self.generation, self.member_id):
+            return
+        log.info("group %s: heartbeat answered %s: rejoin", self.group_id, ErrorCode(code).name)
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
+            self.reset_member = True
+        self.rejoin_needed = True
+
+    # -- offsets -------------------------------------------------------------------------------
+    def commit_op(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> Op[None]:
+        """Commit ``offsets`` (the next offsets to read) as this member (or outside membership
+        when not subscribed). Retriable errors are retried for ``request_timeout_ms``;
+        ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and
+        schedule a rejoin."""
+        normal = normalize_offsets(offsets)
+        deadline = self.clock() + self.request_timeout_s
+        failures = 0
+        while True:
+            member = self.subscribed and self.generation >= 0
+            try:
+                yield from commit_offsets_op(
+                    self.group_id,
+                    normal,
+                    self.generation if member else -1,
+                    self.member_id if member else "",
+                    self.group_instance_id if member else None,
+                )
+                break
+            except KafkaError as exc:
+                if exc.code in _REJOIN_CODES and self.subscribed and not self.joining:
+                    self.rejoin_needed = True
+                    self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
+                if not exc.retriable or self.clock() >= deadline:
+                    raise
+            yield Sleep(min(self.retry_backoff_s * 2**failures, self.retry_backoff_max_s))
+            failures += 1
+        for tp, om in normal.items():
+            self.last_committed[tp] = om.offset
+
+    def _commit_quietly_op(self, offsets: Mapping[TopicPartition, int]) -> Op[None]:
+        """An automatic commit: only what moved since the last commit; failures are logged."""
+        changed = {tp: off for tp, off in offsets.items() if self.last_committed.get(tp) != off}
+        if not changed:
+            return
+        try:
+            yield from self.commit_op(changed)
+        except KafkaError as exc:
+            log.warning("group %s: auto-commit of %s failed: %s", self.group_id, changed, exc)
+
+    def committed_op(
+        self, partitions: Iterable[TopicPartition]
+    ) -> Op[dict[TopicPartition, OffsetAndMetadata | None]]:
+        wanted = [TopicPartition(*p) for p in partitions]
+        return (yield from fetch_offsets_op(self.group_id, wanted))
+
+    # -- leaving -------------------------------------------------------------------------------
+    def close_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+        """Commit (auto-commit), then leave the group; errors are logged, not raised."""
+        if self.enable_auto_commit:
+            yield from self._commit_quietly_op(consumed())
+        yield from self.leave_op()
+
+    def leave_op(self) -> Op[None]:
+        member_id, self.member_id, self.generation = self.member_id, "", -1
+        self.subscribed = False
+        self.rejoin_needed = False
+        self.assignment = set()
+        self.fetcher.assign(())
+        if not member_id:
+            return
+        try:
+            code = yield from leave_op(self.group_id, member_id, self.group_instance_id)
+        except KafkaError as exc:
+            log.warning("group %s: leave failed: %s", self.group_id, exc)
+            return
+        if code:
+            log.warning("group %s: leave answered %s", self.group_id, ErrorCode(code).name)

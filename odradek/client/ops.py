@@ -1,0 +1,239 @@
+"""Operations as sans-I/O generators: each yields :class:`Call` and receives
+``(response, raw_tail)`` back, then returns its result. A blocking driver
+(:meth:`odradek.client.sync_client.Client.run`) and an async one (:meth:`AsyncClient.run`) execute
+the same generator, so every operation is written once for both faces.
+
+A driver throws the call's exception (``KafkaConnectionError``, ``KafkaTimeoutError``) into the
+generator; an operation that does not catch it lets it propagate to the application.
+Top-level response errors are raised by :func:`check`; per-item errors are handled by the
+operation (raised, or returned where the API says so).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+from odradek.client.errors import KafkaError, for_code
+from odradek.client.types import (
+    BrokerMetadata,
+    ClusterMetadata,
+    FetchedPartition,
+    OffsetAndTimestamp,
+    TopicMetadata,
+    TopicPartition,
+)
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import Buffer
+
+__all__ = [
+    "Call",
+    "Op",
+    "build_fetch",
+    "build_produce",
+    "check",
+    "fetch_op",
+    "group_by_topic",
+    "list_offsets_op",
+    "metadata_op",
+    "parse_fetch",
+]
+
+T = TypeVar("T")
+
+
+class Call(NamedTuple):
+    request: m.Request
+    raw: Buffer | Sequence[Buffer] = b""
+
+
+Op = Generator[Call, tuple[m.Response, memoryview], T]
+
+_EMPTY = memoryview(b"")
+
+
+def check(response: m.Response) -> m.Response:
+    """Raise the response's top-level error, if any; returns the response."""
+    if response.error_code:
+        raise for_code(response.error_code, response.error_message)
+    return response
+
+
+def group_by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[tuple[int, Any]]]:
+    """``[(tp, x), ...]`` -> ``{topic: [(partition, x), ...]}`` in first-seen order."""
+    out: dict[str, list[tuple[int, Any]]] = defaultdict(list)
+    for (topic, partition), value in items:
+        out[topic].append((partition, value))
+    return out
+
+
+# ---- Metadata --------------------------------------------------------------------------------
+def parse_metadata(resp: m.MetadataResponse) -> ClusterMetadata:
+    return ClusterMetadata(
+        cluster_id=resp.cluster_id,
+        brokers=[BrokerMetadata(b.node_id, b.host, b.port) for b in resp.brokers],
+        topics={
+            t.name: TopicMetadata(
+                t.name,
+                t.error_code,
+                sorted(p.partition_index for p in t.partitions),
+                t.is_internal,
+            )
+            for t in resp.topics
+        },
+    )
+
+
+def metadata_op(
+    topics: list[str] | None = None, allow_auto_create: bool = False
+) -> Op[ClusterMetadata]:
+    request = m.MetadataRequest(
+        correlation_id=0,
+        topics=None if topics is None else list(topics),
+        allow_auto_topic_creation=allow_auto_create,
+    )
+    resp, _ = yield Call(request)
+    return parse_metadata(check(resp))  # type: ignore[arg-type]
+
+
+# ---- ListOffsets -----------------------------------------------------------------------------
+def list_offsets_op(
+    timestamps: Mapping[TopicPartition, int],
+) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
+    """-2 earliest, -1 latest, else the first offset whose timestamp >= t (``None`` if none).
+    A per-partition error is raised (the first one, in request order)."""
+    grouped = group_by_topic(timestamps.items())
+    request = m.ListOffsetsRequest(
+        correlation_id=0,
+        topics=[
+            m.ListOffsetsTopic(
+                name=topic,
+                partitions=[
+                    m.ListOffsetsPartition(partition_index=p, timestamp=ts) for p, ts in ps
+                ],
+            )
+            for topic, ps in grouped.items()
+        ],
+    )
+    resp, _ = yield Call(request)
+    check(resp)
+    out: dict[TopicPartition, OffsetAndTimestamp | None] = {}
+    for topic in resp.topics:  # type: ignore[attr-defined]
+        for part in topic.partitions:
+            if part.error_code:
+                raise for_code(part.error_code, f"{topic.name}-{part.partition_index}")
+            tp = TopicPartition(topic.name, part.partition_index)
+            out[tp] = None if part.offset < 0 else OffsetAndTimestamp(part.offset, part.timestamp)
+    return out
+
+
+# ---- Fetch -----------------------------------------------------------------------------------
+def build_fetch(
+    offsets: Mapping[TopicPartition, int],
+    *,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    partition_max_bytes: int,
+) -> m.FetchRequest:
+    return m.FetchRequest(
+        correlation_id=0,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        topics=[
+            m.FetchTopic(
+                name=topic,
+                partitions=[
+                    m.FetchPartition(
+                        partition_index=p, fetch_offset=off, partition_max_bytes=partition_max_bytes
+                    )
+                    for p, off in ps
+                ],
+            )
+            for topic, ps in group_by_topic(offsets.items()).items()
+        ],
+    )
+
+
+def parse_fetch(resp: m.FetchResponse, tail: memoryview) -> dict[TopicPartition, FetchedPartition]:
+    check(resp)
+    out = {}
+    for topic, part, records in m.record_sections(resp, tail):
+        error: KafkaError | None = None
+        if part.error_code:
+            error = for_code(part.error_code, f"{topic}-{part.partition_index}")
+        out[TopicPartition(topic, part.partition_index)] = FetchedPartition(
+            error, part.high_watermark, part.log_start_offset, records
+        )
+    return out
+
+
+def fetch_op(
+    offsets: Mapping[TopicPartition, int],
+    *,
+    max_wait_ms: int = 500,
+    min_bytes: int = 1,
+    max_bytes: int = 52_428_800,
+    partition_max_bytes: int = 1_048_576,
+) -> Op[dict[TopicPartition, FetchedPartition]]:
+    request = build_fetch(
+        offsets,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        partition_max_bytes=partition_max_bytes,
+    )
+    resp, tail = yield Call(request)
+    return parse_fetch(resp, tail)  # type: ignore[arg-type]
+
+
+# ---- Produce ---------------------------------------------------------------------------------
+def build_produce(
+    batches: Mapping[TopicPartition, bytes], *, acks: int, timeout_ms: int
+) -> tuple[m.ProduceRequest, list[bytes]]:
+    """One Produce request for one batch per partition; returns it and its raw parts."""
+    raw: list[bytes] = []
+    topics = []
+    for topic, ps in group_by_topic(batches.items()).items():
+        parts = []
+        for partition, batch in ps:
+            parts.append(
+                m.ProducePartitionData(partition_index=partition, records_bytes=len(batch))
+            )
+            raw.append(batch)
+        topics.append(m.ProduceTopicData(name=topic, partitions=parts))
+    return m.ProduceRequest(correlation_id=0, acks=acks, timeout_ms=timeout_ms, topics=topics), raw
+
+
+# ---- Handshake -------------------------------------------------------------------------------
+_NEEDED_APIS = (
+    m.ApiKey.PRODUCE,
+    m.ApiKey.FETCH,
+    m.ApiKey.LIST_OFFSETS,
+    m.ApiKey.METADATA,
+)
+
+
+def handshake_op(client_id: str) -> Op[BrokerMetadata | None]:
+    """ApiVersions (the broker must speak version 0 of the core APIs), then Metadata for no
+    topic: returns the broker's advertised address (``None`` if it lists no broker)."""
+    resp, _ = yield Call(
+        m.ApiVersionsRequest(
+            correlation_id=0, client_software_name=client_id, client_software_version="0.1.0"
+        )
+    )
+    check(resp)
+    ranges = {r.api_key: (r.min_version, r.max_version) for r in resp.api_keys}  # type: ignore[attr-defined]
+    for key in _NEEDED_APIS:
+        lo, hi = ranges.get(int(key), (1, 0))
+        if not lo <= 0 <= hi:
+            raise for_code(ErrorCode.UNSUPPORTED_VERSION, f"broker does not speak {key.name} v0")
+    meta, _ = yield Call(m.MetadataRequest(correlation_id=0, topics=[]))
+    brokers = check(meta).brokers  # type: ignore[attr-defined]
+    if not brokers:
+        return None
+    b = brokers[0]
+    return BrokerMetadata(b.node_id, b.host, b.port)

@@ -1,0 +1,505 @@
+"""The blocking producer: thread-safe ``send()``, batching per partition, a sender thread.
+
+``send()`` (any thread) picks the partition, appends the record to the partition's open batch
+and returns a :class:`~odradek.client.accumulator.RecordFuture`. A null-key record without headers
+or timestamp for the default (sticky) partitioner takes no lock: it is appended to the topic's
+*tail* batch, owned for the moment of the append by popping it from a dict (see
+:mod:`odradek.client.accumulator`); other records take a narrow append lock. Where the C extension
+is built, an instance's ``send`` is :meth:`odradek.client.record_buffer.TailAppender.send`: the call
+``send(topic, value)`` appends in C without running Python code, every other call runs the
+``Producer.send`` below. The sender thread
+closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
+sends one Produce request at a time holding at most one batch per partition, with up to
+``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
+complete the batches (the reader thread runs the completion).
+
+Choices (documented defaults): ``batch_size`` = 1 MiB of estimated record bytes per batch
+(big batches keep the per-record cost low; the broker's ``message.max.bytes`` is ~1 MiB, so a
+batch is also capped at ``max_request_size``), ``buffer_memory`` = 32 MiB (``send()`` blocks
+up to ``max_block_ms`` when more is buffered).
+
+Errors: a retriable error or a lost connection re-queues the batch ahead of later batches of
+its partition, after ``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``, while the
+batch is younger than ``delivery_timeout_ms`` and has had fewer than ``retries`` retries;
+otherwise, and for non-retriable errors, every record's future fails with the error. With
+several requests in flight a retry may reorder records of a partition (as Kafka without
+idempotence). A request unanswered after ``request_timeout_ms`` closes the connection (its
+batches are then retried). Topic metadata errors (unknown topic with auto-creation off, an
+invalid name) fail the record's future; an unknown topic is retried until ``max_block_ms``.
+
+``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from types import MethodType
+from typing import Any
+
+from odradek.client import ops
+from odradek.client.accumulator import (
+    BATCH_HEADER_BYTES,
+    Accumulator,
+    Batch,
+    FailedFuture,
+    RecordFuture,
+    record_future,
+)
+from odradek.client.connection import BlockingConnection
+from odradek.client.core import backoff_ms
+from odradek.client.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,  # type: ignore[attr-defined]
+    for_code,
+)
+from odradek.client.partitioner import Partitioner, UserPartitioner
+from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
+from odradek.client.record_buffer import PyTailAppender, TailAppender, record_size
+from odradek.client.sync_client import Client
+from odradek.client.types import TopicPartition
+
+__all__ = ["Producer"]
+
+_time_ns = time.time_ns
+_monotonic = time.monotonic
+_TAIL_RETRY_S = 0.0002
+
+
+class Producer:
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        acks: int | str = 1,
+        linger_ms: int = 5,
+        batch_size: int = 1_048_576,
+        buffer_memory: int = 33_554_432,
+        compression_type: str | None = None,
+        partitioner: str | UserPartitioner = "default",
+        max_request_size: int = 1_048_576,
+        max_in_flight_requests_per_connection: int = 5,
+        delivery_timeout_ms: int = 120_000,
+        request_timeout_ms: int = 30_000,
+        retries: int = 2_147_483_647,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        max_block_ms: int = 60_000,
+        metadata_max_age_ms: int = 300_000,
+        client_id: str = "odradek-python",
+    ) -> None:
+        self.config = cfg = ProducerConfig.make(
+            acks=acks,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            buffer_memory=buffer_memory,
+            compression_type=compression_type,
+            max_request_size=max_request_size,
+            max_in_flight=max_in_flight_requests_per_connection,
+            delivery_timeout_ms=delivery_timeout_ms,
+            request_timeout_ms=request_timeout_ms,
+            retries=retries,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            max_block_ms=max_block_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+        )
+        self._client = Client(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+        )
+        self._partitioner = Partitioner(partitioner)
+        # the default partitioner's sticky choices, read directly by send() (hot path)
+        self._sticky = self._partitioner.sticky if partitioner == "default" else None
+        # a batch (61-byte header + records) never exceeds max_request_size
+        self._batch_size = min(cfg.batch_size, cfg.max_request_size - BATCH_HEADER_BYTES)
+        self._buffer_memory = cfg.buffer_memory
+        self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
+        self._partition_counts: dict[str, int] = {}
+        self._metadata_at_s = _monotonic()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        # guards the accumulator's batches and byte count; taken alone by send() (per record)
+        # and after _lock by the other threads (lock order: _lock, then _append_lock)
+        self._append_lock = threading.Lock()
+        self._acc = Accumulator(
+            batch_size=cfg.batch_size,
+            linger_s=cfg.linger_ms / 1000,
+            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
+            on_batch_closed=self._on_batch_closed,
+        )
+        self._acc.compression = cfg.compression
+        # send()'s lock-free path (client.record_buffer); closed when the producer closes
+        self._appender = TailAppender(
+            self._acc.tails, self._batch_size, RecordFuture, MethodType(Producer.send, self)
+        )
+        self._tail_append = self._appender.append
+        if TailAppender is not PyTailAppender and type(self).send is Producer.send:
+            # the C appender's send() is append() for send(topic, value) and Producer.send
+            # for any other call: the commonest call then runs no Python code
+            self.send = self._appender.send  # type: ignore[method-assign]
+        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
+        self._request_seq = 0
+        self._flushing = 0
+        self._closing = False
+        self._closed = False
+        self._sender = threading.Thread(target=self._run_sender, name="odradek-sender", daemon=True)
+        self._sender.start()
+
+    # -- send --------------------------------------------------------------------------------
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+    ) -> Future[Any]:
+        """Queue one record; returns a Future of its :class:`RecordMetadata`."""
+        if key is None and partition is None and timestamp_ms is None and headers is None:
+            future = self._tail_append(topic, value)  # the topic's tail batch, lock-free
+            if future is not None:
+                return future
+        return self._send(topic, value, key, partition, timestamp_ms, headers)
+
+    def _send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> Future[Any]:
+        if type(value) is not bytes and value is not None:
+            value = _to_bytes(value, "value")
+        if type(key) is not bytes and key is not None:
+            key = _to_bytes(key, "key")
+        count = self._partition_counts.get(topic)
+        if count is None:
+            try:
+                count = self._wait_for_topic(topic)
+            except KafkaError as exc:
+                return FailedFuture(exc)
+        sticky = False
+        if partition is None:
+            if key is None and self._sticky is not None:
+                sticky = True
+                partition = self._sticky.get(topic)
+                if partition is None:
+                    partition = self._partitioner.partition(topic, None, count)
+            else:
+                partition = self._partitioner.partition(topic, key, count)
+        elif not 0 <= partition < count:
+            return FailedFuture(
+                UnknownTopicOrPartitionError(f"{topic} has {count} partitions, not {partition}")
+            )
+        if timestamp_ms is None:
+            timestamp_ms = _time_ns() // 1_000_000
+        size = record_size(key, value, headers)
+        if size > self._max_record_bytes:
+            return FailedFuture(for_code(10, f"record of ~{size} bytes exceeds max_request_size"))
+        acc = self._acc
+        while True:
+            if acc.buffered_bytes >= self._buffer_memory:
+                with self._lock:
+                    self._wait_for_memory()
+            with self._append_lock:
+                if self._closing:
+                    raise KafkaError("producer is closed")
+                appended = self._append_locked(
+                    topic, partition, sticky, key, value, timestamp_ms, headers, size
+                )
+            if appended is not None:
+                break
+            time.sleep(0)  # another thread holds the tail for a moment: let it finish
+        batch, index, fresh = appended
+        if fresh:  # its linger deadline may be the sender's next wake-up
+            with self._lock:
+                self._wake.notify()
+        return record_future(batch, index)
+
+    def _append_locked(
+        self,
+        topic: str,
+        partition: int,
+        sticky: bool,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes | None]] | None,
+        size: int,
+    ) -> tuple[Batch, int, bool] | None:
+        """Append under ``_append_lock``: ``(batch, index, fresh)``, or ``None`` when the
+        partition's open batch is a tail held by another thread (retry)."""
+        acc = self._acc
+        batch = acc.open.get((topic, partition))  # a plain tuple finds a TopicPartition
+        owned = batch is not None and batch.is_tail
+        if owned and not acc.own_tail(batch):  # type: ignore[union-attr]
+            return None
+        fresh = False
+        if batch is None or batch.size_bytes + size > self._batch_size:
+            if batch is not None:
+                acc.close(batch)
+            batch = acc.new_batch(TopicPartition(topic, partition), _monotonic())
+            fresh = True
+            # a null-key record for the sticky partition: publish the batch as the tail
+            owned = sticky and not headers and value is not None and topic not in acc.tail_of
+            if owned:
+                acc.make_tail(batch)
+        index = acc.append(batch, key, value, timestamp_ms, headers)
+        if owned:
+            acc.tails[topic] = batch
+        return batch, index, fresh
+
+    def _wait_for_memory(self) -> None:
+        deadline = _monotonic() + self.config.max_block_ms / 1000
+        while self._acc.buffered_bytes >= self.config.buffer_memory:
+            remaining = deadline - _monotonic()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"buffer_memory of {self.config.buffer_memory} bytes full for "
+                    f"{self.config.max_block_ms} ms"
+                )
+            self._wake.notify()
+            self._wake.wait(remaining)
+
+    def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
+        self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
+
+    def _wait_for_topic(self, topic: str) -> int:
+        """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
+        cfg = self.config
+        deadline = _monotonic() + cfg.max_block_ms / 1000
+        attempt = 0
+        while True:
+            meta = self._client.metadata([topic], allow_auto_create=True)
+            info = meta.topics.get(topic)
+            error = topic_error(topic, info)
+            if error is None:
+                assert info is not None
+                self._partition_counts[topic] = len(info.partitions)
+                return len(info.partitions)
+            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
+            if not error.retriable or _monotonic() + delay_s >= deadline:
+                if error.retriable:
+                    error = type(error)(
+                        f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
+                    )
+                raise error
+            time.sleep(delay_s)  # backoff before asking the broker again
+            attempt += 1
+
+    def partitions_for(self, topic: str) -> set[int]:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = self._wait_for_topic(topic)
+        return set(range(count))
+
+    # -- sender thread -----------------------------------------------------------------------
+    def _run_sender(self) -> None:
+        acc = self._acc
+        cfg = self.config
+        while True:
+            stale = None
+            with self._lock:
+                while True:
+                    now = _monotonic()
+                    stale = self._stale_connection(now)
+                    if stale is not None:
+                        batches = []
+                        break
+                    draining = self._flushing > 0 or self._closing
+                    with self._append_lock:
+                        closed_all = acc.close_expired(now, force=draining)
+                        batches = []
+                        if len(self._in_flight) < cfg.max_in_flight:
+                            batches = acc.take_ready(now, cfg.max_request_size)
+                        finished = self._closing and not acc.unfinished()
+                        wakeup = acc.next_wakeup_s(now)
+                    if not closed_all:  # a due tail was being appended to: block briefly
+                        wakeup = _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+                    if batches:
+                        break
+                    if finished and not self._in_flight:
+                        return
+                    if self._in_flight:
+                        wakeup = min(wakeup or 0.05, 0.05)  # watch request timeouts
+                    self._wake.wait(wakeup)
+            if stale is not None:  # fails its requests: their batches are retried
+                stale.close()
+                continue
+            self._send_batches(batches)
+            if _monotonic() - self._metadata_at_s > cfg.metadata_max_age_ms / 1000:
+                self._refresh_metadata()
+
+    def _send_batches(self, batches: list[Batch]) -> None:
+        self._acc.encode(batches)
+        request, raw = ops.build_produce(
+            {b.tp: b.data for b in batches},  # type: ignore[misc]
+            acks=self.config.acks,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+        for batch in batches:
+            batch.attempts += 1
+        try:
+            future = self._client.connection().submit(request, raw)
+        except KafkaError as exc:
+            self._complete(batches, None, exc)
+            return
+        if future is None:  # acks=0: no response; offsets unknown
+            self._complete(batches, None, None)
+            return
+        with self._lock:
+            self._request_seq += 1
+            seq = self._request_seq
+            self._in_flight[seq] = (_monotonic(), batches)
+        future.add_done_callback(lambda f: self._on_response(seq, f))
+
+    def _on_response(self, seq: int, future: Future[Any]) -> None:
+        with self._lock:
+            entry = self._in_flight.pop(seq, None)
+            self._wake.notify()
+        if entry is None:
+            return  # already failed by the request timeout
+        error = future.exception()
+        self._complete(entry[1], None if error else future.result()[0], error)
+
+    def _stale_connection(self, now: float) -> BlockingConnection | None:
+        """The connection, if a request on it waited longer than request_timeout_ms."""
+        limit_s = self.config.request_timeout_ms / 1000
+        if any(now - sent > limit_s for sent, _ in self._in_flight.values()):
+            conn = self._client._conn
+            if conn is not None and not conn.closed:
+                return conn
+        return None
+
+    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
+        """Settle batches from a response (or a connection error); re-queue retriable ones."""
+        retry: list[Batch] = []
+        now = _monotonic()
+        freed = 0
+        for batch, outcome in handle_produce_response(batches, response, error):
+            if outcome is None:
+                freed += batch.size_bytes
+                continue
+            if self._may_retry(batch, outcome, now):
+                retry.append(batch)
+            else:
+                batch.complete(error=outcome)
+                freed += batch.size_bytes
+        with self._lock, self._append_lock:
+            self._acc.buffered_bytes -= freed
+            if retry:
+                self._acc.requeue(retry)
+            self._wake.notify_all()
+
+    def _may_retry(self, batch: Batch, error: BaseException, now: float) -> bool:
+        cfg = self.config
+        if not getattr(error, "retriable", False) or self._closed:
+            return False
+        if batch.attempts > cfg.retries:
+            return False
+        delay_s = backoff_ms(batch.attempts - 1, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
+        if now + delay_s / 1000 >= batch.deadline_s:
+            return False
+        batch.retry_at_s = now + delay_s / 1000
+        return True
+
+    def _refresh_metadata(self) -> None:
+        self._metadata_at_s = _monotonic()
+        topics = list(self._partition_counts)
+        if not topics:
+            return
+        try:
+            meta = self._client.metadata(topics)
+        except KafkaError:
+            return
+        for name, info in meta.topics.items():
+            if not info.error_code and info.partitions:
+                self._partition_counts[name] = len(info.partitions)
+
+    # -- flush / close -----------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every record queued so far and wait until each is acknowledged or failed.
+        Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
+        done = threading.Event()
+        with self._lock, self._append_lock:
+            pending = [
+                *self._acc.unfinished(),
+                *(b for _, bs in self._in_flight.values() for b in bs),
+            ]
+            self._flushing += 1
+            self._wake.notify_all()
+        try:
+            if not _wait_batches(pending, timeout, done):
+                raise KafkaTimeoutError(f"flush did not complete in {timeout} s")
+        finally:
+            with self._lock:
+                self._flushing -= 1
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what is queued (up to ``timeout`` seconds), then stop. Records still
+        undelivered after the timeout fail with :class:`KafkaTimeoutError`."""
+        if self._closed:
+            return
+        with self._lock, self._append_lock:
+            self._closing = True
+            self._appender.closed = True
+            self._wake.notify_all()
+        self._sender.join(timeout)
+        self._closed = True
+        if self._sender.is_alive():
+            with self._lock, self._append_lock:
+                stranded = [
+                    *self._acc.unfinished(),
+                    *(b for _, bs in self._in_flight.values() for b in bs),
+                ]
+                self._acc.open.clear()
+                self._acc.tails.clear()
+                self._acc.tail_of.clear()
+                self._acc.ready.clear()
+                self._in_flight.clear()
+                self._wake.notify_all()
+            for batch in stranded:
+                batch.complete(error=KafkaTimeoutError("producer closed before delivery"))
+            self._sender.join(5)
+        self._client.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wait_batches(batches: list[Batch], timeout: float | None, done: threading.Event) -> bool:
+    remaining = len(batches)
+    if not remaining:
+        return True
+    lock = threading.Lock()
+
+    def one(_: Batch) -> None:
+        nonlocal remaining
+        with lock:
+            remaining -= 1
+            if remaining == 0:
+                done.set()
+
+    for batch in batches:
+        batch.add_done_callback(one)
+    return done.wait(timeout)
+
+
+def _to_bytes(data: Any, what: str) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"{what} must be bytes or None, not {type(data).__name__} (serialize it first)")

@@ -1,0 +1,48 @@
+"""``odradek.spark``: a PySpark Python Data Source for odradek topics, format ``"odradek"``.
+
+It mirrors Spark's built-in Kafka source (same schema, options and checkpoint offsets), for
+batch and streaming reads and writes::
+
+    import odradek.spark
+    odradek.spark.register(spark)
+    df = (spark.read.format("odradek")
+          .option("bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "page-views")
+          .load())
+
+Install it in the Python environment the Spark workers use (``pip install 'odradek[spark]'``)
+and call ``register`` once per session: odradek installs one top-level name, ``odradek``, so
+PySpark's automatic lookup (top-level modules named ``pyspark_*``) does not see it. See
+docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from odradek.spark.metadata import DataLossError
+from odradek.spark.options import OdradekOptionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from odradek.spark.source import OdradekDataSource
+
+__all__ = ["DataLossError", "OdradekDataSource", "OdradekOptionError", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    """``OdradekDataSource`` is imported on first use, so the pure modules (options, planning,
+    decode) import without pyspark's data source machinery or a client."""
+    if name == "OdradekDataSource":
+        from odradek.spark.source import OdradekDataSource
+
+        return OdradekDataSource
+    raise AttributeError(f"module 'odradek.spark' has no attribute {name!r}")
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("odradek")`` available in ``spark`` (idempotent)."""
+    from odradek.spark.source import OdradekDataSource
+
+    spark.dataSource.register(OdradekDataSource)
