@@ -1,8 +1,9 @@
 """One client connection: read frames, dispatch requests, write responses.
 
 Reading and dispatch happen in one task, in arrival order: every append of this connection is
-applied in the order its requests arrived (per-partition order). Requests that wait — Produce
-with ``acks=all`` (the fsync) and Fetch (the long poll) — are answered by a task of their own,
+applied by that task, in the order its requests arrived (per-partition order), before any task
+is started for the request. Requests that wait — Produce with ``acks=all`` (the fsync) and
+Fetch (the long poll) — are answered by a task of their own,
 so a client may pipeline many; responses carry the correlation id and may leave out of order.
 A send lock keeps frames whole; at most ``max_in_flight`` waiting requests exist per connection
 (the reader stops reading beyond that), so a client that never reads its responses only fills
@@ -48,6 +49,10 @@ _CONNECTION_ERRORS = (
     anyio.BrokenResourceError,
     anyio.ClosedResourceError,
 )
+
+
+async def _raise(exc: BaseException) -> Any:
+    raise exc
 
 
 class Connection:
@@ -189,9 +194,14 @@ class Connection:
         if isinstance(request, m.ProduceRequest):
             if request.acks == m.ACKS_ALL:
                 await self._in_flight.acquire()
-                tg.start_soon(self._answer_waiting, self.data.produce(request, raw), request)
+            try:
+                work = self.data.produce(request, raw)  # appends now, in arrival order
+            except Exception as exc:
+                work = _raise(exc)  # answered by _answer, as a handler's failure
+            if request.acks == m.ACKS_ALL:
+                tg.start_soon(self._answer_waiting, work, request)  # waits for the fsync
             else:
-                await self._answer(self.data.produce(request, raw), request)
+                await self._answer(work, request)
         elif isinstance(request, m.FetchRequest):
             await self._in_flight.acquire()
             tg.start_soon(self._answer_waiting, self.data.fetch(request), request)

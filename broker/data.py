@@ -12,6 +12,7 @@ A fetch that finds fewer than ``min_bytes`` waits for appends up to ``max_wait_m
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 import anyio
@@ -55,8 +56,17 @@ class DataApi:
 
     # -- Produce ---------------------------------------------------------------------------
 
-    async def produce(self, req: m.ProduceRequest, raw: memoryview) -> m.ProduceResponse | None:
-        """Append every partition's batches; with acks=all, wait until they are fsynced."""
+    def produce(
+        self, req: m.ProduceRequest, raw: memoryview
+    ) -> Awaitable[m.ProduceResponse | None]:
+        """Append every partition's batches *now*; the awaitable returned waits until they are
+        fsynced (acks=all) and gives the response (``None`` for acks=0).
+
+        The appends happen in this call, not when the awaitable runs: the connection calls it
+        in arrival order, so pipelined requests are appended in the order they were sent,
+        whatever order the event loop starts the tasks that await them in (trio's is not
+        first-in, first-out). Per-partition failures are answered, never raised.
+        """
         ctx = self.ctx
         now_ms = ctx.manager.clock_ms()
         by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
@@ -98,6 +108,15 @@ class DataApi:
                 durable.append((log, info.last_offset, result))
         if appended:
             ctx.notify_data()
+        return self._produce_response(req, by_topic, durable, acks_ok)
+
+    async def _produce_response(
+        self,
+        req: m.ProduceRequest,
+        by_topic: dict[str, list[m.ProducePartitionResponse]],
+        durable: list[tuple[Log, int, m.ProducePartitionResponse]],
+        acks_ok: bool,
+    ) -> m.ProduceResponse | None:
         if durable:
             await self._wait_durable(durable, req.timeout_ms)
         if req.acks == m.ACKS_NONE:
@@ -109,7 +128,7 @@ class DataApi:
         if not acks_ok:  # the whole request fails (docs/protocol.md, Produce)
             response.error_code = ErrorCode.INVALID_REQUIRED_ACKS
             response.error_message = f"acks must be 0, 1 or -1 (all), got {req.acks}"
-            ctx.log.info("produce rejected", error="INVALID_REQUIRED_ACKS", acks=req.acks)
+            self.ctx.log.info("produce rejected", error="INVALID_REQUIRED_ACKS", acks=req.acks)
         return response
 
     async def _wait_durable(
