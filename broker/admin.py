@@ -13,16 +13,13 @@ import anyio.to_thread
 from odradek.broker.config import EMBEDDED_DEFAULTS
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
-from odradek.broker.groups.offsets import OFFSETS_TOPIC
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import CONFIG_KEYS
 from odradek.storage.errors import InvalidTopicError, StorageError
-from odradek.storage.topics import validate_topic_name
+from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_name
 
 __all__ = ["AdminApi"]
-
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka's Topic.isInternal
 
 
 class AdminApi:
@@ -152,6 +149,10 @@ class AdminApi:
             result = m.DeletableTopicResult(name=name)
             if not self.ctx.config["delete.topic.enable"]:
                 result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            elif is_internal(name):  # Kafka leaves this to its tools; a broker must refuse it
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Cannot delete internal topic {name}"
+                self.ctx.log.info("topic deletion refused", topic=name, reason="internal topic")
             else:
                 try:
                     validate_topic_name(name)
@@ -294,6 +295,9 @@ class AdminApi:
                         f"unsupported operation {op.config_operation} for {op.name} "
                         "(0 = SET, 1 = DELETE)"
                     )
+                elif op.name not in CONFIG_KEYS:  # Kafka's LogConfig.validateNames, any op
+                    result.error_code = ErrorCode.INVALID_CONFIG
+                    result.error_message = f"Unknown topic config name: {op.name}"
                 elif op.config_operation == m.AlterConfigOp.DELETE:
                     configs.pop(op.name, None)
                 elif op.value is None:
@@ -304,7 +308,14 @@ class AdminApi:
             if result.error_code:
                 continue
             try:
-                manager.default_config.with_overrides(configs)  # validate, naming the key
+                config = manager.default_config.with_overrides(configs)  # validate, naming the key
+                if is_internal(res.resource_name) and config.cleanup_policy != ("compact",):
+                    result.error_code = ErrorCode.INVALID_CONFIG
+                    result.error_message = (
+                        f"{res.resource_name} is an internal topic: its cleanup.policy must stay "
+                        "compact (delete would drop committed offsets)"
+                    )
+                    continue
                 if not req.validate_only:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(

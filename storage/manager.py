@@ -54,6 +54,7 @@ from odradek.storage.checkpoints import (
 )
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
+    InvalidTopicError,
     LogDirOfflineError,
     StorageError,
     TopicExistsError,
@@ -74,6 +75,7 @@ from odradek.storage.partition_metadata import (
 )
 from odradek.storage.topics import (
     DELETE_DIR_SUFFIX,
+    collision_key,
     delete_dir_name,
     parse_partition_dir,
     validate_topic_name,
@@ -315,6 +317,10 @@ class LogManager:
         validate_topic_name(topic)
         if topic in self.topics:
             raise TopicExistsError(f"Topic '{topic}' already exists.")
+        key = collision_key(topic)
+        for existing in self.topics:  # Kafka: '.' and '_' collide in metric names
+            if collision_key(existing) == key:
+                raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key

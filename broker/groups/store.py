@@ -18,15 +18,18 @@ durable in another order than they were appended still leave the later one in th
 
 Replay (:func:`load`): every partition of the topic is read from its log start offset to its
 end, batch by batch; control batches are skipped, a later record for a key replaces an earlier
-one, a tombstone removes it. Records of an unknown key version (Kafka's KIP-848 groups) and
-values that do not decode are skipped with a warning, never fatal.
+one, a tombstone removes it. Records of an unknown key version (Kafka's KIP-848 groups),
+values that do not decode and batches whose records do not parse (a file damaged or planted on
+disk: clients cannot produce to the topic) are skipped with a warning, never fatal: a later
+valid commit still wins. Only a batch header that cannot be read ends the replay of that one
+partition, since nothing after it can be located.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from odradek.broker.groups.offsets import (
@@ -35,7 +38,6 @@ from odradek.broker.groups.offsets import (
     GroupValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -150,8 +152,21 @@ class OffsetStore:
         return stale
 
 
-def iter_records(log: Log) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """``(offset, key, value)`` of every record in ``log`` from its log start offset."""
+def _warn_unreadable(log: Log, base_offset: int, reason: str) -> None:
+    logger.warning(
+        "skipping unreadable batch at offset %d of %s-%d: %s",
+        base_offset,
+        log.topic,
+        log.partition,
+        reason,
+    )
+
+
+def iter_records(
+    log: Log, on_unreadable: Callable[[Log, int, str], None] = _warn_unreadable
+) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """``(offset, key, value)`` of every record in ``log`` from its log start offset; a batch
+    whose records do not parse is reported to ``on_unreadable`` and skipped whole."""
     offset = log.log_start_offset
     end = log.next_offset
     while offset < end:
@@ -171,7 +186,12 @@ def iter_records(log: Log) -> Iterator[tuple[int, bytes | None, bytes | None]]:
             offset = max(offset, header.last_offset + 1)
             if header.magic != 2 or header.is_control:
                 continue
-            for record in decode_records(batch):
+            try:
+                records = decode_records(batch)
+            except CorruptRecordError as exc:
+                on_unreadable(log, header.base_offset, str(exc))
+                continue
+            for record in records:
                 if record.offset >= log.log_start_offset:
                     yield record.offset, record.key, record.value
         if not progressed:
@@ -185,14 +205,19 @@ def load(manager: LogManager) -> Loaded:
         (log for (topic, _), log in manager.logs.items() if topic == OFFSETS_TOPIC),
         key=lambda log: log.partition,
     )
+
+    def unreadable(log: Log, base_offset: int, reason: str) -> None:
+        loaded.skipped += 1
+        _warn_unreadable(log, base_offset, reason)
+
     for log in logs:
         try:
-            for offset, key, value in iter_records(log):
+            for offset, key, value in iter_records(log, unreadable):
                 loaded.records += 1
                 if not _apply_record(loaded, offset, key, value):
                     loaded.skipped += 1
         except (CorruptRecordError, OSError) as exc:
-            logger.warning("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
+            logger.error("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
     for group, cached in list(loaded.offsets.items()):
         if not cached:
             del loaded.offsets[group]
@@ -218,7 +243,7 @@ def _apply_record(loaded: Loaded, offset: int, key: bytes | None, value: bytes |
                 loaded.groups[decoded.group] = decode_group_value(value)
         else:
             return False
-    except RecordFormatError as exc:
+    except ValueError as exc:  # RecordFormatError, or any other value the schema refuses
         logger.warning("skipping record %d of %s: %s", offset, OFFSETS_TOPIC, exc)
         return False
     return True
