@@ -32,6 +32,7 @@ from odradek.broker.groups.offsets import (
     GroupKey,
     OffsetKey,
     OffsetValue,
+    RecordFormatError,
     encode_group_key,
     encode_group_value,
     encode_offset_key,
@@ -138,26 +139,43 @@ class GroupApi:
         return next_topic_check, next_retention
 
     async def _store_groups(self) -> None:
+        """Write the queued group records concurrently; each group's outcome is its own: a
+        record that cannot be encoded or written fails that group's sync, never the batch."""
         batch, self.coordinator.outbox = self.coordinator.outbox, []
 
         async def store_one(item: StoreGroup) -> None:
-            value = None if item.value is None else encode_group_value(item.value)
-            _, code = await self._append(
-                item.group_id, [(encode_group_key(GroupKey(item.group_id)), value)]
-            )
-            self.coordinator.stored(item.group_id, item.generation, self.now_ms(), code)
-            if item.value is not None and code == ErrorCode.NONE:  # Kafka's "Stabilized group"
-                self.ctx.log.info(
-                    "group generation formed",
-                    group=item.group_id,
-                    generation=item.generation,
-                    members=len(item.value.members),
-                    protocol=item.value.protocol,
+            try:
+                await self._store_group(item)
+            except Exception:  # a bug in one group's write must not cancel the others
+                self.ctx.log.exception("group record write failed", group=item.group_id[:200])
+                self.coordinator.stored(
+                    item.group_id, item.generation, self.now_ms(), E.COORDINATOR_NOT_AVAILABLE
                 )
 
         async with anyio.create_task_group() as tg:
             for item in batch:
                 tg.start_soon(store_one, item)
+
+    async def _store_group(self, item: StoreGroup) -> None:
+        try:
+            value = None if item.value is None else encode_group_value(item.value)
+            key = encode_group_key(GroupKey(item.group_id))
+        except RecordFormatError as exc:  # e.g. a string over Kafka's int16 length
+            self.ctx.log.warning(
+                "group record not encodable", group=item.group_id[:200], error=str(exc)
+            )
+            code = E.COORDINATOR_NOT_AVAILABLE
+        else:
+            _, code = await self._append(item.group_id, [(key, value)])
+        self.coordinator.stored(item.group_id, item.generation, self.now_ms(), code)
+        if item.value is not None and code == ErrorCode.NONE:  # Kafka's "Stabilized group"
+            self.ctx.log.info(
+                "group generation formed",
+                group=item.group_id,
+                generation=item.generation,
+                members=len(item.value.members),
+                protocol=item.value.protocol,
+            )
 
     async def expire_offsets(self, now_ms: int) -> None:
         """Tombstone the offsets past retention; an Empty group left without any is deleted."""

@@ -32,6 +32,7 @@ from odradek.protocol.messages.data import (
     ProducePartitionData,
     ProduceRequest,
 )
+from odradek.protocol.messages.limits import MAX_STRING_BYTES, oversized_string
 
 
 # ---- Registry ----------------------------------------------------------------------------
@@ -101,6 +102,7 @@ def record_sections(
 
 # ---- Codec -------------------------------------------------------------------------------
 HEADER_LENGTH_BYTES = 4
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _HEAD = struct.Struct(">II")  # frame length, header length
 _HEADER_LENGTH = struct.Struct(">I")
 _ENCODER = msgspec.msgpack.Encoder()
@@ -200,6 +202,16 @@ def _decode(
     lo, hi = SUPPORTED_VERSIONS[key]
     if not lo <= msg.version <= hi:
         raise _unsupported(kind, key, msg.version, msg.correlation_id)
+    oversized = oversized_string(msg)
+    if oversized is not None:
+        where, size = oversized
+        raise MalformedMessage(
+            f"{where} is {size} UTF-8 bytes, over the {MAX_STRING_BYTES}-byte limit of a "
+            "Kafka string",
+            api_key=key,
+            version=msg.version,
+            correlation_id=msg.correlation_id,
+        )
     tail = view[end:]
     declared = msg.declared_raw_bytes()
     if declared != len(tail):
@@ -232,6 +244,10 @@ def _explain(
         return MalformedMessage(
             f"{kind} header is not a msgpack array [api_key, version, correlation_id, ...]: "
             f"{env_exc}"
+        )
+    if not INT32_MIN <= env.correlation_id <= INT32_MAX:  # never echoed: no response can carry it
+        return MalformedMessage(
+            f"correlation id {env.correlation_id} in {kind} header is outside int32"
         )
     ids = {"api_key": env.api_key, "version": env.version, "correlation_id": env.correlation_id}
     try:
