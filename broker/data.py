@@ -61,11 +61,12 @@ class DataApi:
             validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION
             raise
 
-    def _client_writable_log(self, topic: str, partition: int) -> Log:
-        """The log a client may produce to: never an internal topic (Kafka's ReplicaManager
-        answers INVALID_TOPIC_EXCEPTION); the coordinator writes those through Log.append."""
+    def _client_writable_log(self, topic: str, partition: int, action: str = "append to") -> Log:
+        """The log a client may change (produce, delete records): never an internal topic
+        (Kafka's ReplicaManager answers INVALID_TOPIC_EXCEPTION); the coordinator writes those
+        through Log.append."""
         if is_internal(topic):
-            raise InvalidTopicError(f"Cannot append to internal topic {topic}")
+            raise InvalidTopicError(f"Cannot {action} internal topic {topic}")
         return self._log(topic, partition)
 
     # -- Produce ---------------------------------------------------------------------------
@@ -256,7 +257,9 @@ class DataApi:
             for dp in topic.partitions:
                 result = m.DeleteRecordsPartitionResult(partition_index=dp.partition_index)
                 try:
-                    log = self._log(topic.name, dp.partition_index)
+                    log = self._client_writable_log(
+                        topic.name, dp.partition_index, "delete records of"
+                    )
                     offset = log.high_watermark if dp.offset == HIGH_WATERMARK else dp.offset
                     if offset < 0:  # Kafka: of the negative offsets only -1 has a meaning
                         raise OffsetOutOfRangeError(

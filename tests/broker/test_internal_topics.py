@@ -1,7 +1,8 @@
 """``__consumer_offsets`` belongs to the group coordinator (issue 14, finding 3).
 
 A hostile client over the native protocol must not be able to write it (Produce), delete it
-(DeleteTopics) or make it drop committed offsets (AlterConfigs cleanup.policy); and a batch on
+(DeleteTopics), truncate it (DeleteRecords) or make it drop committed offsets (AlterConfigs
+cleanup.policy); and a batch on
 disk whose records do not parse must not stop the replay at start-up: the latest valid commit
 survives a restart.
 """
@@ -89,6 +90,28 @@ def test_clients_cannot_delete_the_offsets_topic(broker: BrokerProcess) -> None:
         assert "internal topic" in (response.topics[0].error_message or "")
         assert OFFSETS_TOPIC in {t.name for t in wire.metadata([OFFSETS_TOPIC]).topics}
         assert wire.metadata([OFFSETS_TOPIC]).topics[0].error_code == 0
+        assert committed(wire, "t") == 500
+
+
+def test_clients_cannot_delete_records_of_the_offsets_topic(broker: BrokerProcess) -> None:
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("t")
+        commit(wire, "t", 500)
+        response = wire.call(
+            m.DeleteRecordsRequest(
+                correlation_id=0,
+                topics=[
+                    m.DeleteRecordsTopic(
+                        name=OFFSETS_TOPIC,
+                        partitions=[m.DeleteRecordsPartition(partition_index=0, offset=-1)],
+                    )
+                ],
+            )
+        )
+        assert response.topics[0].partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert wire.list_offset(OFFSETS_TOPIC, 0, m.EARLIEST_TIMESTAMP).offset == 0
+    broker.restart()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
         assert committed(wire, "t") == 500
 
 
