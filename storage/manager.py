@@ -75,6 +75,7 @@ from odradek.storage.partition_metadata import (
 )
 from odradek.storage.topics import (
     DELETE_DIR_SUFFIX,
+    INTERNAL_TOPICS,
     collision_key,
     delete_dir_name,
     parse_partition_dir,
@@ -318,8 +319,10 @@ class LogManager:
         if topic in self.topics:
             raise TopicExistsError(f"Topic '{topic}' already exists.")
         key = collision_key(topic)
-        for existing in self.topics:  # Kafka: '.' and '_' collide in metric names
-            if collision_key(existing) == key:
+        # Kafka: '.' and '_' collide in metric names. An internal topic's name is reserved even
+        # before it exists: '__consumer.offsets' must not keep the coordinator from creating it.
+        for existing in (*self.topics, *INTERNAL_TOPICS):
+            if existing != topic and collision_key(existing) == key:
                 raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")

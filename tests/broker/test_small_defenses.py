@@ -7,6 +7,8 @@ correlation id outside int32.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 
@@ -36,6 +38,32 @@ def test_topic_names_that_collide_cannot_coexist(
         assert f"collides with existing topic: {first}" in (result.error_message or "")
         metadata = wire.metadata([second], auto_create=False)
         assert metadata.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_name_colliding_with_an_internal_topic_is_refused_before_it_exists(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """``__consumer.offsets`` created first would keep the coordinator from ever creating
+    ``__consumer_offsets``: every group would fail."""
+    broker = broker_factory(overrides=["offsets.topic.num.partitions=1"])
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        result = create(wire, "__consumer.offsets")
+        assert result.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION, result
+        assert "collides with existing topic: __consumer_offsets" in (result.error_message or "")
+        wire.create_topic("t")
+        response = wire.call(
+            m.OffsetCommitRequest(
+                correlation_id=0,
+                group_id="g",
+                topics=[
+                    m.OffsetCommitTopic(
+                        name="t",
+                        partitions=[m.OffsetCommitPartition(partition_index=0, committed_offset=7)],
+                    )
+                ],
+            )
+        )
+        assert response.topics[0].partitions[0].error_code == 0, response
 
 
 def delete_records(wire: Wire, topic: str, offset: int) -> m.DeleteRecordsPartitionResult:
