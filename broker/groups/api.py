@@ -11,10 +11,11 @@ The offsets topic is created on first use with ``offsets.topic.num.partitions`` 
 ``partition_for(group, n)`` of however many partitions the topic has.
 
 The timer task (:meth:`GroupApi.run`) fires the coordinator's deadlines, stores the group
-records the coordinator queues (then reports them stored), checks once a second whether the
-partition counts of subscribed topics changed, and expires offsets (``offsets.retention.minutes``)
-every :data:`RETENTION_CHECK_MS`. A waiting JoinGroup or SyncGroup answers
-``COORDINATOR_NOT_AVAILABLE`` when a graceful shutdown begins.
+records the coordinator queues (then reports them stored; each group's record is written or
+fails on its own, so one group's unwritable record or broken state never stalls another),
+checks once a second whether the partition counts of subscribed topics changed, and expires
+offsets (``offsets.retention.minutes``) every :data:`RETENTION_CHECK_MS`. A waiting JoinGroup or
+SyncGroup answers ``COORDINATOR_NOT_AVAILABLE`` when a graceful shutdown begins.
 """
 
 from __future__ import annotations
@@ -125,6 +126,11 @@ class GroupApi:
     async def _timers(self, next_topic_check: int, next_retention: int) -> tuple[int, int]:
         now = self.now_ms()
         self.coordinator.tick(now)
+        broken, self.coordinator.broken = self.coordinator.broken, []
+        for group_id, exc in broken:  # a bug: that group was reset, the others went on
+            self.ctx.log.error(
+                "group reset after an internal error", group=group_id[:200], error=repr(exc)
+            )
         if now >= next_topic_check:
             next_topic_check = now + TOPIC_CHECK_MS
             subscribed = set().union(

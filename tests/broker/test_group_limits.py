@@ -17,10 +17,12 @@ import pytest
 
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.groups.coordinator import StoreGroup
+from odradek.broker.groups.group import GroupState
 from odradek.broker.groups.offsets import GroupValue
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode as E
 from tests.broker.test_groups_api import FAST, Member, form_generation
+from tests.broker.test_groups_coordinator import SESSION_MS, Harness, ok
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
@@ -111,3 +113,26 @@ def test_a_group_record_that_cannot_be_written_fails_only_its_group() -> None:
     anyio.run(api._store_groups)
     assert coordinator.stored_codes == {"bad": E.COORDINATOR_NOT_AVAILABLE, "good": E.NONE}
     assert appended == ["good"]
+
+
+def test_a_group_whose_timers_raise_is_reset_and_the_others_still_fire() -> None:
+    """A bug in one group's state (simulated: its session expiry raises) used to abort the
+    coordinator's whole tick, every second, so the groups after it never rebalanced."""
+    h = Harness()
+    ok(h.new_member(group="broken"))
+    victim = ok(h.new_member(group="victim")).member_id
+    h.store_all()
+    broken = h.group("broken")
+    waiting = h.new_member(group="broken")  # parked until the first member rejoins
+    assert not waiting.done
+
+    def explode(member: object) -> None:
+        raise RuntimeError("corrupted group state")
+
+    broken.remove = explode  # type: ignore[method-assign]
+    h.tick(SESSION_MS)  # both groups' sessions expire in this tick
+    assert "broken" not in h.c.groups
+    assert [g for g, _ in h.c.broken] == ["broken"]
+    assert waiting.done and waiting.result.error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert victim not in h.group("victim").members  # the other group's timer fired
+    assert h.group("victim").state == GroupState.EMPTY
