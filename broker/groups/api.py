@@ -75,12 +75,22 @@ class GroupApi:
         self.store = OffsetStore()
         self.retention_ms = cfg.int("offsets.retention.minutes") * 60_000
         self.loading = True
+        self._unloaded: set[int] = set()  # offsets partitions whose replay did not complete
         self._offsets_partitions = 0
         self._wake = anyio.Event()
         self.coordinator.on_change = self._wakeup
 
     def now_ms(self) -> int:
         return self.ctx.manager.clock_ms()
+
+    def _availability(self, group_id: str) -> ErrorCode:
+        """COORDINATOR_LOAD_IN_PROGRESS during the replay; COORDINATOR_NOT_AVAILABLE for a
+        group whose offsets partition was not fully replayed (its offsets may be stale)."""
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if self._unloaded and partition_for(group_id, self._offsets_partitions) in self._unloaded:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return E.NONE
 
     def _wakeup(self) -> None:
         self._wake.set()
@@ -93,6 +103,14 @@ class GroupApi:
         loaded = await anyio.to_thread.run_sync(load, self.ctx.manager)
         self.store = OffsetStore(loaded.offsets)
         self.coordinator.load(loaded.groups, loaded.offsets, self.now_ms())
+        self._unloaded = set(loaded.incomplete)
+        if self._unloaded:
+            self._offsets_partitions = self.ctx.manager.partition_count(OFFSETS_TOPIC)
+            self.ctx.log.error(
+                "offsets partitions not loaded: their groups answer COORDINATOR_NOT_AVAILABLE",
+                topic=OFFSETS_TOPIC,
+                partitions=sorted(self._unloaded),
+            )
         self.loading = False
         self.ctx.log.info(
             "groups loaded",
@@ -306,8 +324,8 @@ class GroupApi:
         return pending.result
 
     async def join_group(self, req: m.JoinGroupRequest, peer: str = "") -> m.JoinGroupResponse:
-        if self.loading:
-            return _error(m.JoinGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
+        if code := self._availability(req.group_id):
+            return _error(m.JoinGroupResponse, req, code)
         host = "/" + peer.rsplit(":", 1)[0] if peer else ""
         reply = await self._wait(self.coordinator.join(req, host, self.now_ms()))
         if reply is None:
@@ -355,7 +373,7 @@ class GroupApi:
             for p, r in zip(t.partitions, tr.partitions, strict=True)
         ]
         now = self.now_ms()
-        code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
+        code = self._availability(req.group_id)
         if not code:
             code = self.coordinator.validate_commit(
                 req.group_id, req.generation_id, req.member_id, req.group_instance_id, now
@@ -393,8 +411,8 @@ class GroupApi:
         return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
 
     async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
-        if self.loading:
-            return _error(m.OffsetFetchResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
+        if code := self._availability(req.group_id):
+            return _error(m.OffsetFetchResponse, req, code)
         if not req.group_id:
             return _error(m.OffsetFetchResponse, req, E.INVALID_GROUP_ID)
         committed = self.store.committed(req.group_id)

@@ -22,7 +22,9 @@ one, a tombstone removes it. Records of an unknown key version (Kafka's KIP-848 
 values that do not decode and batches whose records do not parse (a file damaged or planted on
 disk: clients cannot produce to the topic) are skipped with a warning, never fatal: a later
 valid commit still wins. Only a batch header that cannot be read ends the replay of that one
-partition, since nothing after it can be located.
+partition, since nothing after it can be located: the partition is then listed in
+:attr:`Loaded.incomplete`, as is one that is offline, and the api answers its groups
+``COORDINATOR_NOT_AVAILABLE`` rather than offsets that may be stale.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from odradek.protocol.records import (
     decode_records,
     parse_batch_header,
 )
+from odradek.storage.errors import StorageError
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 
@@ -76,6 +79,7 @@ class Loaded:
     groups: dict[str, GroupValue] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
+    incomplete: set[int] = field(default_factory=set)  # partitions not (fully) replayed
 
 
 class OffsetStore:
@@ -171,8 +175,8 @@ def iter_records(
     end = log.next_offset
     while offset < end:
         region = log.read(offset, _READ_BYTES).region
-        if region is None:
-            return
+        if region is None:  # below the end offset, yet nothing readable: never a silent end
+            raise CorruptRecordError(f"no batch readable at offset {offset} (end {end}) of {log!r}")
         data = os.pread(region.file.fileno(), region.length, region.position)
         position = 0
         progressed = False
@@ -216,8 +220,10 @@ def load(manager: LogManager) -> Loaded:
                 loaded.records += 1
                 if not _apply_record(loaded, offset, key, value):
                     loaded.skipped += 1
-        except (CorruptRecordError, OSError) as exc:
+        except (CorruptRecordError, StorageError, OSError) as exc:
+            loaded.incomplete.add(log.partition)
             logger.error("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
+    loaded.incomplete.update(p for (t, p) in manager.offline_partitions if t == OFFSETS_TOPIC)
     for group, cached in list(loaded.offsets.items()):
         if not cached:
             del loaded.offsets[group]

@@ -9,15 +9,21 @@ survives a restart.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from odradek.broker.groups.offsets import OffsetKey, OffsetValue, encode_offset_key
+from odradek.broker.groups.api import GroupApi
+from odradek.broker.groups.offsets import OffsetKey, OffsetValue, encode_offset_key, partition_for
 from odradek.broker.groups.offsets import encode_offset_value as offset_value
+from odradek.broker.groups.store import load
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import HEADER_SIZE, encode_batch, recompute_crc
+from odradek.protocol.records import HEADER_SIZE, CorruptRecordError, encode_batch, recompute_crc
+from odradek.storage.config import LogConfig
+from odradek.storage.log import FetchInfo
+from odradek.storage.manager import LogManager
 from odradek.storage.topics import OFFSETS_TOPIC
 from tests.broker.wire import Wire, bad_events, batch
 from tests.broker_process import BrokerProcess
@@ -34,11 +40,11 @@ def broker(tmp_path: Path) -> BrokerProcess:
         assert process.stop() == 0
 
 
-def commit(wire: Wire, topic: str, offset: int) -> None:
+def commit(wire: Wire, topic: str, offset: int, group: str = GROUP) -> None:
     response = wire.call(
         m.OffsetCommitRequest(
             correlation_id=0,
-            group_id=GROUP,
+            group_id=group,
             topics=[
                 m.OffsetCommitTopic(
                     name=topic,
@@ -52,11 +58,11 @@ def commit(wire: Wire, topic: str, offset: int) -> None:
     assert response.topics[0].partitions[0].error_code == 0, response
 
 
-def committed(wire: Wire, topic: str) -> int:
+def committed(wire: Wire, topic: str, group: str = GROUP) -> int:
     response = wire.call(
         m.OffsetFetchRequest(
             correlation_id=0,
-            group_id=GROUP,
+            group_id=group,
             topics=[m.OffsetFetchTopic(name=topic, partition_indexes=[0])],
         )
     )
@@ -211,3 +217,45 @@ def test_replay_skips_an_unreadable_batch_and_keeps_the_latest_commit(
     loaded = broker.events("groups loaded")[-1]
     assert loaded["skipped"] >= 1
     assert not bad_events(broker.lines)
+
+
+def test_a_partition_whose_replay_cannot_finish_is_not_served_stale(tmp_path: Path) -> None:
+    """A partition the replay cannot read to its end (here: a read error at its second batch)
+    is reported incomplete, its groups answer COORDINATOR_NOT_AVAILABLE rather than the offsets
+    read before the damage, and the other partitions' groups are served.
+
+    Unit level: on disk, the damage that stops a replay (a batch header lying about its length,
+    after a clean shutdown) is today hidden by the loader, which silently ends the log before it
+    (reported with issue 14, finding 1)."""
+    manager = LogManager(
+        [tmp_path / "logs"], LogConfig(), node_id=1, clock_ms=lambda: int(time.time() * 1000)
+    )
+    manager.startup()
+    try:
+        manager.create_topic(OFFSETS_TOPIC, 2, {"cleanup.policy": "compact"})
+        damaged = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 2) == 0)
+        healthy = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 2) == 1)
+        for group, partition in ((damaged, 0), (healthy, 1)):
+            log = manager.get_log(OFFSETS_TOPIC, partition)
+            for offset in (10, 500):
+                key = encode_offset_key(OffsetKey(group, "t", 0))
+                log.append(encode_batch([(key, offset_value(OffsetValue(offset)), 1)]), now_ms=1)
+        damaged_log = manager.get_log(OFFSETS_TOPIC, 0)
+        read = damaged_log.read
+
+        def read_failing_at_the_second_batch(offset: int, max_bytes: int) -> FetchInfo:
+            if offset >= 1:
+                raise CorruptRecordError("unreadable batch header")
+            return read(offset, 1)  # one batch per read: the replay reads again from offset 1
+
+        damaged_log.read = read_failing_at_the_second_batch  # type: ignore[method-assign]
+        loaded = load(manager)
+        assert loaded.incomplete == {0}
+        assert loaded.offsets[healthy][("t", 0)].value.offset == 500
+
+        api = GroupApi.__new__(GroupApi)
+        api.loading, api._unloaded, api._offsets_partitions = False, loaded.incomplete, 2
+        assert api._availability(damaged) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert api._availability(healthy) == ErrorCode.NONE
+    finally:
+        manager.shutdown()
