@@ -202,7 +202,8 @@ def _decode(
     lo, hi = SUPPORTED_VERSIONS[key]
     if not lo <= msg.version <= hi:
         raise _unsupported(kind, key, msg.version, msg.correlation_id)
-    oversized = oversized_string(msg)
+    # A header of at most MAX_STRING_BYTES bytes cannot hold a longer string: skip the walk.
+    oversized = oversized_string(msg) if header_len > MAX_STRING_BYTES else None
     if oversized is not None:
         where, size = oversized
         raise MalformedMessage(
@@ -245,10 +246,6 @@ def _explain(
             f"{kind} header is not a msgpack array [api_key, version, correlation_id, ...]: "
             f"{env_exc}"
         )
-    if not INT32_MIN <= env.correlation_id <= INT32_MAX:  # never echoed: no response can carry it
-        return MalformedMessage(
-            f"correlation id {env.correlation_id} in {kind} header is outside int32"
-        )
     ids = {"api_key": env.api_key, "version": env.version, "correlation_id": env.correlation_id}
     try:
         key = ApiKey(env.api_key)
@@ -256,6 +253,11 @@ def _explain(
         return MalformedMessage(f"unknown api key {env.api_key} in {kind} header", **ids)
     if key not in types:
         return MalformedMessage(f"unknown api key {env.api_key} in {kind} header", **ids)
+    if not INT32_MIN <= env.correlation_id <= INT32_MAX:  # never echoed, whatever the version
+        return MalformedMessage(
+            f"invalid {types[key].__name__} v{env.version}: correlation id "
+            f"{env.correlation_id} is outside int32"
+        )
     lo, hi = SUPPORTED_VERSIONS[key]
     if not lo <= env.version <= hi:
         return _unsupported(kind, key, env.version, env.correlation_id)

@@ -5,8 +5,9 @@ Kafka's strings carry an int16 length: at most 32,767 UTF-8 *bytes*. msgspec's `
 20,000 ``é`` (40,000 bytes) passes it; stored as Kafka's ``__consumer_offsets`` key it cannot be
 encoded at all. :func:`oversized_string` finds such a string in a decoded message.
 
-Cost: only the fields whose type can hold a string are visited (a Produce request's partition
-items, all integers, are skipped), and only a string longer than
+Cost: none for a header of at most 32,767 bytes (the codec skips the walk: no string in it can
+be longer); otherwise only the fields whose type can hold a string are visited (a Produce
+request's partition items, all integers, are skipped), and only a string longer than
 :data:`SAFE_STRING_CHARS` characters is encoded to count its bytes (a UTF-8 code point takes at
 most 4 bytes).
 """
