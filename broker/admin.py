@@ -3,9 +3,15 @@ CreatePartitions, DescribeConfigs, (incremental) AlterConfigs and DescribeLogDir
 
 Topic creation and deletion touch the filesystem (mkdir, fsync, rmtree): they run in a worker
 thread under the broker's admin lock, so the event loop keeps serving produce and fetch.
+
+Metadata runs on the event loop, so its cost is linear, never topics x partitions: partition
+counts are taken in one pass over the partitions per request, and each topic's answer is
+cached until what it is built from changes (:meth:`AdminApi._describe_topic`).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import anyio
 import anyio.to_thread
@@ -13,21 +19,24 @@ import anyio.to_thread
 from odradek.broker.config import EMBEDDED_DEFAULTS
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
-from odradek.broker.groups.offsets import OFFSETS_TOPIC
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import CONFIG_KEYS
 from odradek.storage.errors import InvalidTopicError, StorageError
-from odradek.storage.topics import validate_topic_name
+from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_name
 
 __all__ = ["AdminApi"]
 
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})  # Kafka's Topic.isInternal
+
+# What a topic's Metadata answer is built from: its id, its partition count, and how many dirs
+# and partitions are offline (they only ever go offline while the broker runs).
+_TopicKey = tuple[str, int, int, int]
 
 
 class AdminApi:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self._described: dict[str, tuple[_TopicKey, m.MetadataTopic]] = {}
 
     async def api_versions(self, req: m.ApiVersionsRequest) -> m.ApiVersionsResponse:
         return m.ApiVersionsResponse(
@@ -47,7 +56,10 @@ class AdminApi:
             missing = [n for n in names if n not in manager.topics]
             if auto and missing:
                 await self._auto_create(missing)
-        topics = [self._describe_topic(name) for name in names]
+        counts = self._partition_counts()
+        topics = [self._describe_topic(name, counts) for name in names]
+        if len(self._described) > 2 * len(manager.topics) + 64:  # drop deleted topics' entries
+            self._described = {n: v for n, v in self._described.items() if n in manager.topics}
         listener = ctx.advertised_listener
         return m.MetadataResponse(
             correlation_id=req.correlation_id,
@@ -78,18 +90,39 @@ class AdminApi:
                             "topic auto-creation failed", topic=name, error=str(exc)
                         )
 
-    def _describe_topic(self, name: str) -> m.MetadataTopic:
+    def _partition_counts(self) -> Counter[str]:
+        """Every topic's partition count (online and offline), in one pass over partitions."""
         manager = self.ctx.manager
-        try:
-            validate_topic_name(name)
-        except InvalidTopicError:
-            return m.MetadataTopic(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION)
+        counts = Counter(topic for topic, _ in manager.logs)
+        counts.update(topic for topic, _ in manager.offline_partitions)
+        return counts
+
+    def _describe_topic(self, name: str, counts: Counter[str]) -> m.MetadataTopic:
+        """One topic's Metadata answer, from the cache while its key is unchanged (the struct
+        is shared by responses and never modified)."""
+        manager = self.ctx.manager
         metadata = manager.topics.get(name)
         if metadata is None:
+            self._described.pop(name, None)
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError:
+                return m.MetadataTopic(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION)
             return m.MetadataTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        offline = (len(manager.offline_dirs), len(manager.offline_partitions))
+        key = (metadata.topic_id, counts[name], *offline)
+        cached = self._described.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        topic = self._build_topic(name, metadata.topic_id, counts[name])
+        self._described[name] = (key, topic)
+        return topic
+
+    def _build_topic(self, name: str, topic_id: str, partition_count: int) -> m.MetadataTopic:
+        manager = self.ctx.manager
         node = self.ctx.node_id
         partitions = []
-        for partition in range(manager.partition_count(name)):
+        for partition in range(partition_count):
             online = (name, partition) in manager.logs
             partitions.append(
                 m.MetadataPartition(
@@ -102,10 +135,7 @@ class AdminApi:
                 )
             )
         return m.MetadataTopic(
-            name=name,
-            topic_id=metadata.topic_id,
-            is_internal=name in INTERNAL_TOPICS,
-            partitions=partitions,
+            name=name, topic_id=topic_id, is_internal=is_internal(name), partitions=partitions
         )
 
     # -- topics ----------------------------------------------------------------------------
@@ -152,6 +182,10 @@ class AdminApi:
             result = m.DeletableTopicResult(name=name)
             if not self.ctx.config["delete.topic.enable"]:
                 result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            elif is_internal(name):  # Kafka leaves this to its tools; a broker must refuse it
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Cannot delete internal topic {name}"
+                self.ctx.log.info("topic deletion refused", topic=name, reason="internal topic")
             else:
                 try:
                     validate_topic_name(name)
@@ -294,6 +328,9 @@ class AdminApi:
                         f"unsupported operation {op.config_operation} for {op.name} "
                         "(0 = SET, 1 = DELETE)"
                     )
+                elif op.name not in CONFIG_KEYS:  # Kafka's LogConfig.validateNames, any op
+                    result.error_code = ErrorCode.INVALID_CONFIG
+                    result.error_message = f"Unknown topic config name: {op.name}"
                 elif op.config_operation == m.AlterConfigOp.DELETE:
                     configs.pop(op.name, None)
                 elif op.value is None:
@@ -304,7 +341,14 @@ class AdminApi:
             if result.error_code:
                 continue
             try:
-                manager.default_config.with_overrides(configs)  # validate, naming the key
+                config = manager.default_config.with_overrides(configs)  # validate, naming the key
+                if is_internal(res.resource_name) and config.cleanup_policy != ("compact",):
+                    result.error_code = ErrorCode.INVALID_CONFIG
+                    result.error_message = (
+                        f"{res.resource_name} is an internal topic: its cleanup.policy must stay "
+                        "compact (delete would drop committed offsets)"
+                    )
+                    continue
                 if not req.validate_only:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(

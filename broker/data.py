@@ -22,12 +22,19 @@ from odradek.broker.errors import error_code_for
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
-from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
+from odradek.storage.errors import (
+    InvalidTopicError,
+    OffsetOutOfRangeError,
+    StorageError,
+    UnknownTopicOrPartitionError,
+)
 from odradek.storage.log import Log
 from odradek.storage.segment import FileRegion
-from odradek.storage.topics import validate_topic_name
+from odradek.storage.topics import is_internal, validate_topic_name
 
 __all__ = ["DataApi", "Reply"]
+
+HIGH_WATERMARK = -1  # DeleteRecords: delete every record below the high watermark
 
 
 @dataclass
@@ -53,6 +60,14 @@ class DataApi:
         except UnknownTopicOrPartitionError:
             validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION
             raise
+
+    def _client_writable_log(self, topic: str, partition: int, action: str = "append to") -> Log:
+        """The log a client may change (produce, delete records): never an internal topic
+        (Kafka's ReplicaManager answers INVALID_TOPIC_EXCEPTION); the coordinator writes those
+        through Log.append."""
+        if is_internal(topic):
+            raise InvalidTopicError(f"Cannot {action} internal topic {topic}")
+        return self._log(topic, partition)
 
     # -- Produce ---------------------------------------------------------------------------
 
@@ -81,7 +96,7 @@ class DataApi:
                 continue
             log = None
             try:
-                log = self._log(topic, part.partition_index)
+                log = self._client_writable_log(topic, part.partition_index)
                 info = log.append(records, now_ms=now_ms)
             except OSError as exc:
                 if log is not None:
@@ -242,8 +257,14 @@ class DataApi:
             for dp in topic.partitions:
                 result = m.DeleteRecordsPartitionResult(partition_index=dp.partition_index)
                 try:
-                    log = self._log(topic.name, dp.partition_index)
-                    offset = log.high_watermark if dp.offset == -1 else dp.offset
+                    log = self._client_writable_log(
+                        topic.name, dp.partition_index, "delete records of"
+                    )
+                    offset = log.high_watermark if dp.offset == HIGH_WATERMARK else dp.offset
+                    if offset < 0:  # Kafka: of the negative offsets only -1 has a meaning
+                        raise OffsetOutOfRangeError(
+                            offset, log.log_start_offset, log.high_watermark
+                        )
                     result.low_watermark = log.advance_log_start_offset(offset)
                 except (StorageError, OSError) as exc:
                     result.error_code = error_code_for(exc)

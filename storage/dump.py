@@ -28,9 +28,12 @@ Every printed line is a :class:`Line`, whose ``status`` says what it reports:
    the position where valid data ends and how many bytes from there on are invalid. Also: index
    entries that do not match the log, an index whose ``.log`` is missing, a torn index file, an
    index that fails the sanity check, records that do not decode.
-3. ``2`` (``STATUS_UNUSABLE``): the file itself could not be dumped: missing, a directory, an
-   unsupported suffix (``.snapshot``, ``.txnindex``, ...), an index whose name is not a base
-   offset, or an I/O error.
+3. ``2`` (``STATUS_UNUSABLE``): the file itself could not be dumped: missing, a directory, not a
+   regular file (a FIFO or a device would block or never end: refused without being opened
+   for reading), an unsupported suffix (``.snapshot``, ``.txnindex``, ...), an index whose name
+   is not a base offset, or an I/O error. Also a v2 batch whose body decompresses to more than
+   ``max_decompressed_bytes`` (a decompression bomb): its records are not printed, and memory
+   stays bounded by that ceiling (:mod:`odradek.storage.dump_decompress`).
 
 The ``dump-log`` command exits with the highest status printed.
 """
@@ -39,17 +42,20 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
 from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
     ATTR_DELETE_HORIZON,
     ATTR_LOG_APPEND_TIME,
+    CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -58,10 +64,12 @@ from odradek.protocol.records import (
     decode_records,
     parse_batch_header,
 )
+from odradek.storage.dump_decompress import BoundedDecompressor, DecompressedTooLarge
 from odradek.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 
 __all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_BYTES",
     "STATUS_INVALID",
     "STATUS_OK",
     "STATUS_UNUSABLE",
@@ -75,6 +83,7 @@ STATUS_OK = 0
 STATUS_INVALID = 1
 STATUS_UNUSABLE = 2
 INT32_MAX = 0x7FFF_FFFF
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 _KINDS = {".log": "log", ".index": "index", ".timeindex": "timeindex"}
 _RENAME_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -90,6 +99,8 @@ _CONTROL_TYPES = {
 }
 _LEGACY_PREFIX = struct.Struct(">qiIbb")  # offset, message size, crc, magic, attributes
 _I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _END_TXN_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
 # C0, DEL and C1 control characters (newlines included) print as \xNN.
@@ -113,6 +124,7 @@ class DumpOptions:
     verify_index_only: bool = False
     index_sanity_check: bool = False
     max_bytes: int = INT32_MAX  # .log only: stop before the first batch ending past this
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES  # per batch, deep iteration
 
 
 def dump_files(paths: Iterable[str | Path], options: DumpOptions) -> Iterator[Line]:
@@ -128,6 +140,9 @@ def dump_file(path: Path, options: DumpOptions) -> Iterator[Line]:
         return
     if path.is_dir():
         yield _unusable(f"{path}: is a directory, not a segment file")
+        return
+    if not path.is_file():
+        yield _unusable(f"{path}: not a regular file (a FIFO, socket or device): not read")
         return
     kind, stem, rename_suffix = _classify(path.name)
     if kind is None:
@@ -172,7 +187,7 @@ def _classify(name: str) -> tuple[str | None, str, str]:
 
 def _dump_log(path: Path, base_offset: int | None, options: DumpOptions) -> Iterator[Line]:
     yield Line(f"Dumping {path}")
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if base_offset is None:
@@ -182,6 +197,7 @@ def _dump_log(path: Path, base_offset: int | None, options: DumpOptions) -> Iter
         else:
             yield Line(f"Log starting offset: {base_offset}")
         deep = options.deep_iteration or options.print_data_log
+        decompressor = BoundedDecompressor(options.max_decompressed_bytes)
         gaps: list[tuple[int, int]] = []
         previous: list[int] = []  # the last record offset seen, if any
         for entry in validated_entries(fd, 0, size):
@@ -193,13 +209,25 @@ def _dump_log(path: Path, base_offset: int | None, options: DumpOptions) -> Iter
             data = os.pread(fd, entry.size_bytes, entry.position)
             yield Line(_batch_line(data, entry.position, valid=True))
             if deep:
-                yield from _record_lines(data, entry, options.print_data_log, previous, gaps)
+                yield from _record_lines(
+                    data, entry, options.print_data_log, previous, gaps, decompressor
+                )
     finally:
         os.close(fd)
     if gaps:
         yield Line(f"Non-consecutive offsets in {path.resolve()}", stderr=True)
         for first, second in gaps:
             yield Line(f"  {first} is followed by {second}", stderr=True)
+
+
+def _open_regular(path: Path) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file: opened without
+    blocking (a FIFO swapped in after the check would otherwise wait for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"not a regular file: {path}")
+    return fd
 
 
 def _invalid_tail(
@@ -265,12 +293,23 @@ def _record_lines(
     print_data: bool,
     previous: list[int],
     gaps: list[tuple[int, int]],
+    decompressor: BoundedDecompressor,
 ) -> Iterator[Line]:
     """One ``| offset: ..`` line per record of a validated entry (Kafka's deep iteration)."""
     v2 = entry.magic == 2
     try:
+        if v2:
+            data = _inflated(data, decompressor)
         records = decode_records(data) if v2 else decode_legacy_records(data)
-    except CorruptRecordError as exc:
+    except DecompressedTooLarge as exc:
+        yield Line(
+            f"| records of the entry at position {entry.position} not printed: its body {exc} "
+            "(--max-decompressed-bytes)",
+            STATUS_UNUSABLE,
+            stderr=True,
+        )
+        return
+    except (CorruptRecordError, CompressionError) as exc:
         yield Line(
             f"| cannot decode the records of the entry at position {entry.position}: {exc}",
             STATUS_INVALID,
@@ -300,6 +339,20 @@ def _record_lines(
             if record.value is not None:
                 parts.append(f"payload: {_text(record.value)}")
         yield Line(" ".join(parts))
+
+
+def _inflated(batch: bytes, decompressor: BoundedDecompressor) -> bytes:
+    """A v2 ``batch`` with its body decompressed (bounded) and its codec bits cleared, so that
+    ``decode_records`` reads the records without decompressing anything itself."""
+    header = parse_batch_header(batch)
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if not codec:
+        return batch
+    body = decompressor.decompress(codec, bytes(batch[HEADER_SIZE : header.size_bytes]))
+    head = bytearray(batch[:HEADER_SIZE])
+    _I32.pack_into(head, 8, HEADER_SIZE - LOG_OVERHEAD + len(body))  # batchLength
+    _I16.pack_into(head, CRC_START, header.attributes & ~ATTR_COMPRESSION_MASK)  # attributes
+    return bytes(head) + body
 
 
 def _control_description(record: Record) -> str:
@@ -355,7 +408,7 @@ class _LogEntries:
     """Entry headers of a ``.log`` (unvalidated), by start position and by last offset."""
 
     def __init__(self, path: Path) -> None:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_regular(path)
         try:
             self.size_bytes = os.fstat(fd).st_size
             entries = list(scan_entries(fd, 0, self.size_bytes))

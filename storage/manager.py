@@ -54,6 +54,7 @@ from odradek.storage.checkpoints import (
 )
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
+    InvalidTopicError,
     LogDirOfflineError,
     StorageError,
     TopicExistsError,
@@ -74,6 +75,8 @@ from odradek.storage.partition_metadata import (
 )
 from odradek.storage.topics import (
     DELETE_DIR_SUFFIX,
+    INTERNAL_TOPICS,
+    collision_key,
     delete_dir_name,
     parse_partition_dir,
     validate_topic_name,
@@ -315,6 +318,12 @@ class LogManager:
         validate_topic_name(topic)
         if topic in self.topics:
             raise TopicExistsError(f"Topic '{topic}' already exists.")
+        key = collision_key(topic)
+        # Kafka: '.' and '_' collide in metric names. An internal topic's name is reserved even
+        # before it exists: '__consumer.offsets' must not keep the coordinator from creating it.
+        for existing in (*self.topics, *INTERNAL_TOPICS):
+            if existing != topic and collision_key(existing) == key:
+                raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key

@@ -9,6 +9,11 @@ A partition lives in ``<log.dir>/<topic>-<partition>``; the partition number is 
 last ``-`` (topic names may contain ``-`` themselves). A topic being deleted is first renamed to
 ``<topic>-<partition>.<uuid>-delete`` (:func:`delete_dir_name`), the topic part cut short so
 that the name still fits 255 bytes, as Kafka does.
+
+Two names that differ only by ``.`` against ``_`` (``a.b`` and ``a_b``) collide: Kafka's metric
+names replace ``.`` by ``_``, so it refuses to create the second (:func:`collision_key`).
+Internal topics (:data:`INTERNAL_TOPICS`, Kafka's ``Topic.isInternal``) hold broker state:
+clients may read them but not write, delete or reconfigure them unsafely.
 """
 
 from __future__ import annotations
@@ -19,8 +24,12 @@ from odradek.storage.errors import InvalidTopicError
 
 __all__ = [
     "DELETE_DIR_SUFFIX",
+    "INTERNAL_TOPICS",
     "MAX_TOPIC_NAME_LENGTH",
+    "OFFSETS_TOPIC",
+    "collision_key",
     "delete_dir_name",
+    "is_internal",
     "parse_partition_dir",
     "partition_dir_name",
     "validate_topic_name",
@@ -29,6 +38,8 @@ __all__ = [
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_FILE_NAME_BYTES = 255
 DELETE_DIR_SUFFIX = "-delete"
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"([a-zA-Z0-9._-]+)-(0|[1-9][0-9]{0,9})")
 
@@ -50,6 +61,16 @@ def validate_topic_name(name: object) -> str:
             "ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's ``Topic.isInternal``: the topic holds broker state (group offsets, ...)."""
+    return topic in INTERNAL_TOPICS
+
+
+def collision_key(topic: str) -> str:
+    """Kafka's ``Topic.unifyCollisionChars``: two topics with the same key may not coexist."""
+    return topic.replace(".", "_")
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

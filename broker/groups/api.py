@@ -11,10 +11,11 @@ The offsets topic is created on first use with ``offsets.topic.num.partitions`` 
 ``partition_for(group, n)`` of however many partitions the topic has.
 
 The timer task (:meth:`GroupApi.run`) fires the coordinator's deadlines, stores the group
-records the coordinator queues (then reports them stored), checks once a second whether the
-partition counts of subscribed topics changed, and expires offsets (``offsets.retention.minutes``)
-every :data:`RETENTION_CHECK_MS`. A waiting JoinGroup or SyncGroup answers
-``COORDINATOR_NOT_AVAILABLE`` when a graceful shutdown begins.
+records the coordinator queues (then reports them stored; each group's record is written or
+fails on its own, so one group's unwritable record or broken state never stalls another),
+checks once a second whether the partition counts of subscribed topics changed, and expires
+offsets (``offsets.retention.minutes``) every :data:`RETENTION_CHECK_MS`. A waiting JoinGroup or
+SyncGroup answers ``COORDINATOR_NOT_AVAILABLE`` when a graceful shutdown begins.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from odradek.broker.groups.offsets import (
     GroupKey,
     OffsetKey,
     OffsetValue,
+    RecordFormatError,
     encode_group_key,
     encode_group_value,
     encode_offset_key,
@@ -73,12 +75,22 @@ class GroupApi:
         self.store = OffsetStore()
         self.retention_ms = cfg.int("offsets.retention.minutes") * 60_000
         self.loading = True
+        self._unloaded: set[int] = set()  # offsets partitions whose replay did not complete
         self._offsets_partitions = 0
         self._wake = anyio.Event()
         self.coordinator.on_change = self._wakeup
 
     def now_ms(self) -> int:
         return self.ctx.manager.clock_ms()
+
+    def _availability(self, group_id: str) -> ErrorCode:
+        """COORDINATOR_LOAD_IN_PROGRESS during the replay; COORDINATOR_NOT_AVAILABLE for a
+        group whose offsets partition was not fully replayed (its offsets may be stale)."""
+        if self.loading:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        if self._unloaded and partition_for(group_id, self._offsets_partitions) in self._unloaded:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return E.NONE
 
     def _wakeup(self) -> None:
         self._wake.set()
@@ -91,6 +103,14 @@ class GroupApi:
         loaded = await anyio.to_thread.run_sync(load, self.ctx.manager)
         self.store = OffsetStore(loaded.offsets)
         self.coordinator.load(loaded.groups, loaded.offsets, self.now_ms())
+        self._unloaded = set(loaded.incomplete)
+        if self._unloaded:
+            self._offsets_partitions = self.ctx.manager.partition_count(OFFSETS_TOPIC)
+            self.ctx.log.error(
+                "offsets partitions not loaded: their groups answer COORDINATOR_NOT_AVAILABLE",
+                topic=OFFSETS_TOPIC,
+                partitions=sorted(self._unloaded),
+            )
         self.loading = False
         self.ctx.log.info(
             "groups loaded",
@@ -124,6 +144,11 @@ class GroupApi:
     async def _timers(self, next_topic_check: int, next_retention: int) -> tuple[int, int]:
         now = self.now_ms()
         self.coordinator.tick(now)
+        broken, self.coordinator.broken = self.coordinator.broken, []
+        for group_id, exc in broken:  # a bug: that group was reset, the others went on
+            self.ctx.log.error(
+                "group reset after an internal error", group=group_id[:200], error=repr(exc)
+            )
         if now >= next_topic_check:
             next_topic_check = now + TOPIC_CHECK_MS
             subscribed = set().union(
@@ -138,26 +163,43 @@ class GroupApi:
         return next_topic_check, next_retention
 
     async def _store_groups(self) -> None:
+        """Write the queued group records concurrently; each group's outcome is its own: a
+        record that cannot be encoded or written fails that group's sync, never the batch."""
         batch, self.coordinator.outbox = self.coordinator.outbox, []
 
         async def store_one(item: StoreGroup) -> None:
-            value = None if item.value is None else encode_group_value(item.value)
-            _, code = await self._append(
-                item.group_id, [(encode_group_key(GroupKey(item.group_id)), value)]
-            )
-            self.coordinator.stored(item.group_id, item.generation, self.now_ms(), code)
-            if item.value is not None and code == ErrorCode.NONE:  # Kafka's "Stabilized group"
-                self.ctx.log.info(
-                    "group generation formed",
-                    group=item.group_id,
-                    generation=item.generation,
-                    members=len(item.value.members),
-                    protocol=item.value.protocol,
+            try:
+                await self._store_group(item)
+            except Exception:  # a bug in one group's write must not cancel the others
+                self.ctx.log.exception("group record write failed", group=item.group_id[:200])
+                self.coordinator.stored(
+                    item.group_id, item.generation, self.now_ms(), E.COORDINATOR_NOT_AVAILABLE
                 )
 
         async with anyio.create_task_group() as tg:
             for item in batch:
                 tg.start_soon(store_one, item)
+
+    async def _store_group(self, item: StoreGroup) -> None:
+        try:
+            value = None if item.value is None else encode_group_value(item.value)
+            key = encode_group_key(GroupKey(item.group_id))
+        except RecordFormatError as exc:  # e.g. a string over Kafka's int16 length
+            self.ctx.log.warning(
+                "group record not encodable", group=item.group_id[:200], error=str(exc)
+            )
+            code = E.COORDINATOR_NOT_AVAILABLE
+        else:
+            _, code = await self._append(item.group_id, [(key, value)])
+        self.coordinator.stored(item.group_id, item.generation, self.now_ms(), code)
+        if item.value is not None and code == ErrorCode.NONE:  # Kafka's "Stabilized group"
+            self.ctx.log.info(
+                "group generation formed",
+                group=item.group_id,
+                generation=item.generation,
+                members=len(item.value.members),
+                protocol=item.value.protocol,
+            )
 
     async def expire_offsets(self, now_ms: int) -> None:
         """Tombstone the offsets past retention; an Empty group left without any is deleted."""
@@ -282,8 +324,8 @@ class GroupApi:
         return pending.result
 
     async def join_group(self, req: m.JoinGroupRequest, peer: str = "") -> m.JoinGroupResponse:
-        if self.loading:
-            return _error(m.JoinGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
+        if code := self._availability(req.group_id):
+            return _error(m.JoinGroupResponse, req, code)
         host = "/" + peer.rsplit(":", 1)[0] if peer else ""
         reply = await self._wait(self.coordinator.join(req, host, self.now_ms()))
         if reply is None:
@@ -331,7 +373,7 @@ class GroupApi:
             for p, r in zip(t.partitions, tr.partitions, strict=True)
         ]
         now = self.now_ms()
-        code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
+        code = self._availability(req.group_id)
         if not code:
             code = self.coordinator.validate_commit(
                 req.group_id, req.generation_id, req.member_id, req.group_instance_id, now
@@ -369,8 +411,8 @@ class GroupApi:
         return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
 
     async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
-        if self.loading:
-            return _error(m.OffsetFetchResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
+        if code := self._availability(req.group_id):
+            return _error(m.OffsetFetchResponse, req, code)
         if not req.group_id:
             return _error(m.OffsetFetchResponse, req, E.INVALID_GROUP_ID)
         committed = self.store.committed(req.group_id)

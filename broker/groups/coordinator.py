@@ -86,6 +86,7 @@ class GroupCoordinator:
         self.partitions_of = partitions_of  # topic -> partition count (0: no such topic)
         self.groups: dict[str, Group] = {}
         self.outbox: list[StoreGroup] = []
+        self.broken: list[tuple[str, Exception]] = []  # groups dropped by tick, for the log
         self.on_change: Callable[[], None] = lambda: None  # wakes the timer task
         self._new_member_id = new_member_id or (lambda client: f"{client}-{uuid.uuid4()}")
 
@@ -428,28 +429,45 @@ class GroupCoordinator:
         return min((g.next_deadline_ms() for g in self.groups.values()), default=NEVER)
 
     def tick(self, now_ms: int) -> None:
-        """Fire every timer due at ``now_ms``: pending ids, sessions, delays, rebalances."""
+        """Fire every timer due at ``now_ms``: pending ids, sessions, delays, rebalances.
+
+        A group whose timers raise (a bug in its state) is dropped by :meth:`_drop_broken`;
+        the other groups' timers still fire, now and at every later tick."""
         for group in list(self.groups.values()):
-            if group.next_deadline_ms() > now_ms:
-                continue
-            for member_id, expiry in list(group.pending.items()):
-                if expiry <= now_ms:
-                    del group.pending[member_id]
-            expired = [
-                mb for mb in group.members.values() if not mb.awaiting and mb.deadline_ms <= now_ms
-            ]
-            for member in expired:
-                group.remove(member)
-            if expired:
-                self._member_gone(group, now_ms)
-            if group.state == GroupState.PREPARING_REBALANCE:
-                if group.delay_deadline_ms is not None and group.delay_deadline_ms <= now_ms:
-                    self._delay_expired(group, now_ms)
-                elif group.delay_deadline_ms is None and group.rebalance_deadline_ms <= now_ms:
-                    self._complete_join(group, now_ms)
-                else:
-                    self._maybe_complete_join(group, now_ms)
+            try:
+                if group.next_deadline_ms() <= now_ms:
+                    self._tick_group(group, now_ms)
+            except Exception as exc:
+                self._drop_broken(group, exc)
         self._changed()
+
+    def _drop_broken(self, group: Group, exc: Exception) -> None:
+        """Answer the group's waiting members ``COORDINATOR_NOT_AVAILABLE`` and drop its
+        in-memory state: they rejoin a new group. Its committed offsets (the offset store) are
+        untouched."""
+        for member in group.members.values():
+            fence(member, E.COORDINATOR_NOT_AVAILABLE)
+        self.groups.pop(group.group_id, None)
+        self.broken.append((group.group_id, exc))
+
+    def _tick_group(self, group: Group, now_ms: int) -> None:
+        for member_id, expiry in list(group.pending.items()):
+            if expiry <= now_ms:
+                del group.pending[member_id]
+        expired = [
+            mb for mb in group.members.values() if not mb.awaiting and mb.deadline_ms <= now_ms
+        ]
+        for member in expired:
+            group.remove(member)
+        if expired:
+            self._member_gone(group, now_ms)
+        if group.state == GroupState.PREPARING_REBALANCE:
+            if group.delay_deadline_ms is not None and group.delay_deadline_ms <= now_ms:
+                self._delay_expired(group, now_ms)
+            elif group.delay_deadline_ms is None and group.rebalance_deadline_ms <= now_ms:
+                self._complete_join(group, now_ms)
+            else:
+                self._maybe_complete_join(group, now_ms)
 
     def _delay_expired(self, group: Group, now_ms: int) -> None:
         delay_ms = self.config.initial_rebalance_delay_ms

@@ -44,6 +44,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from odradek.storage.topics import OFFSETS_TOPIC
+
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "OFFSETS_TOPIC",
@@ -65,7 +67,6 @@ __all__ = [
     "partition_for",
 ]
 
-OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3

@@ -18,15 +18,20 @@ durable in another order than they were appended still leave the later one in th
 
 Replay (:func:`load`): every partition of the topic is read from its log start offset to its
 end, batch by batch; control batches are skipped, a later record for a key replaces an earlier
-one, a tombstone removes it. Records of an unknown key version (Kafka's KIP-848 groups) and
-values that do not decode are skipped with a warning, never fatal.
+one, a tombstone removes it. Records of an unknown key version (Kafka's KIP-848 groups),
+values that do not decode and batches whose records do not parse (a file damaged or planted on
+disk: clients cannot produce to the topic) are skipped with a warning, never fatal: a later
+valid commit still wins. Only a batch header that cannot be read ends the replay of that one
+partition, since nothing after it can be located: the partition is then listed in
+:attr:`Loaded.incomplete`, as is one that is offline, and the api answers its groups
+``COORDINATOR_NOT_AVAILABLE`` rather than offsets that may be stale.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from odradek.broker.groups.offsets import (
@@ -35,7 +40,6 @@ from odradek.broker.groups.offsets import (
     GroupValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -46,6 +50,7 @@ from odradek.protocol.records import (
     decode_records,
     parse_batch_header,
 )
+from odradek.storage.errors import StorageError
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 
@@ -74,6 +79,7 @@ class Loaded:
     groups: dict[str, GroupValue] = field(default_factory=dict)
     records: int = 0
     skipped: int = 0
+    incomplete: set[int] = field(default_factory=set)  # partitions not (fully) replayed
 
 
 class OffsetStore:
@@ -150,14 +156,27 @@ class OffsetStore:
         return stale
 
 
-def iter_records(log: Log) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """``(offset, key, value)`` of every record in ``log`` from its log start offset."""
+def _warn_unreadable(log: Log, base_offset: int, reason: str) -> None:
+    logger.warning(
+        "skipping unreadable batch at offset %d of %s-%d: %s",
+        base_offset,
+        log.topic,
+        log.partition,
+        reason,
+    )
+
+
+def iter_records(
+    log: Log, on_unreadable: Callable[[Log, int, str], None] = _warn_unreadable
+) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """``(offset, key, value)`` of every record in ``log`` from its log start offset; a batch
+    whose records do not parse is reported to ``on_unreadable`` and skipped whole."""
     offset = log.log_start_offset
     end = log.next_offset
     while offset < end:
         region = log.read(offset, _READ_BYTES).region
-        if region is None:
-            return
+        if region is None:  # below the end offset, yet nothing readable: never a silent end
+            raise CorruptRecordError(f"no batch readable at offset {offset} (end {end}) of {log!r}")
         data = os.pread(region.file.fileno(), region.length, region.position)
         position = 0
         progressed = False
@@ -171,7 +190,12 @@ def iter_records(log: Log) -> Iterator[tuple[int, bytes | None, bytes | None]]:
             offset = max(offset, header.last_offset + 1)
             if header.magic != 2 or header.is_control:
                 continue
-            for record in decode_records(batch):
+            try:
+                records = decode_records(batch)
+            except CorruptRecordError as exc:
+                on_unreadable(log, header.base_offset, str(exc))
+                continue
+            for record in records:
                 if record.offset >= log.log_start_offset:
                     yield record.offset, record.key, record.value
         if not progressed:
@@ -185,14 +209,21 @@ def load(manager: LogManager) -> Loaded:
         (log for (topic, _), log in manager.logs.items() if topic == OFFSETS_TOPIC),
         key=lambda log: log.partition,
     )
+
+    def unreadable(log: Log, base_offset: int, reason: str) -> None:
+        loaded.skipped += 1
+        _warn_unreadable(log, base_offset, reason)
+
     for log in logs:
         try:
-            for offset, key, value in iter_records(log):
+            for offset, key, value in iter_records(log, unreadable):
                 loaded.records += 1
                 if not _apply_record(loaded, offset, key, value):
                     loaded.skipped += 1
-        except (CorruptRecordError, OSError) as exc:
-            logger.warning("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
+        except (CorruptRecordError, StorageError, OSError) as exc:
+            loaded.incomplete.add(log.partition)
+            logger.error("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
+    loaded.incomplete.update(p for (t, p) in manager.offline_partitions if t == OFFSETS_TOPIC)
     for group, cached in list(loaded.offsets.items()):
         if not cached:
             del loaded.offsets[group]
@@ -218,7 +249,7 @@ def _apply_record(loaded: Loaded, offset: int, key: bytes | None, value: bytes |
                 loaded.groups[decoded.group] = decode_group_value(value)
         else:
             return False
-    except RecordFormatError as exc:
+    except ValueError as exc:  # RecordFormatError, or any other value the schema refuses
         logger.warning("skipping record %d of %s: %s", offset, OFFSETS_TOPIC, exc)
         return False
     return True

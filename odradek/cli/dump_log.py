@@ -6,7 +6,12 @@ import argparse
 import sys
 
 from odradek.cli.common import positive_int
-from odradek.storage.dump import INT32_MAX, DumpOptions, dump_files
+from odradek.storage.dump import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    INT32_MAX,
+    DumpOptions,
+    dump_files,
+)
 
 DESCRIPTION = """\
 Print the contents of segment files in Kafka's on-disk format, as kafka-dump-log.sh does:
@@ -21,8 +26,10 @@ exit status:
   1  invalid data: a .log entry failing validation (bad CRC, truncated tail; the dump of that
      file stops there), records that do not decode, index entries that do not match the log,
      an index whose .log is missing, or an index failing --index-sanity-check
-  2  a file could not be dumped: missing, a directory, an unsupported type (.snapshot,
-     .txnindex, ...), or unreadable (every other file is still dumped)
+  2  a file could not be dumped: missing, a directory, not a regular file (a FIFO or a
+     device is refused, never opened for reading), an unsupported type (.snapshot,
+     .txnindex, ...), or unreadable (every other file is still dumped); or a batch whose
+     records decompress to more than --max-decompressed-bytes (they are not printed)
 """
 
 
@@ -70,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="read at most N bytes of each .log: stop before the first batch ending past N",
     )
+    parser.add_argument(
+        "--max-decompressed-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_DECOMPRESSED_BYTES,
+        metavar="N",
+        help="deep iteration: decompress at most N bytes of each batch; a larger batch's "
+        f"records are not printed (default {DEFAULT_MAX_DECOMPRESSED_BYTES})",
+    )
     parser.set_defaults(func=run)
 
 
@@ -86,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         verify_index_only=args.verify_index_only,
         index_sanity_check=args.index_sanity_check,
         max_bytes=args.max_bytes,
+        max_decompressed_bytes=args.max_decompressed_bytes,
     )
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)

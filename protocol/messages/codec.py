@@ -32,6 +32,7 @@ from odradek.protocol.messages.data import (
     ProducePartitionData,
     ProduceRequest,
 )
+from odradek.protocol.messages.limits import MAX_STRING_BYTES, oversized_string
 
 
 # ---- Registry ----------------------------------------------------------------------------
@@ -101,6 +102,7 @@ def record_sections(
 
 # ---- Codec -------------------------------------------------------------------------------
 HEADER_LENGTH_BYTES = 4
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _HEAD = struct.Struct(">II")  # frame length, header length
 _HEADER_LENGTH = struct.Struct(">I")
 _ENCODER = msgspec.msgpack.Encoder()
@@ -200,6 +202,17 @@ def _decode(
     lo, hi = SUPPORTED_VERSIONS[key]
     if not lo <= msg.version <= hi:
         raise _unsupported(kind, key, msg.version, msg.correlation_id)
+    # A header of at most MAX_STRING_BYTES bytes cannot hold a longer string: skip the walk.
+    oversized = oversized_string(msg) if header_len > MAX_STRING_BYTES else None
+    if oversized is not None:
+        where, size = oversized
+        raise MalformedMessage(
+            f"{where} is {size} UTF-8 bytes, over the {MAX_STRING_BYTES}-byte limit of a "
+            "Kafka string",
+            api_key=key,
+            version=msg.version,
+            correlation_id=msg.correlation_id,
+        )
     tail = view[end:]
     declared = msg.declared_raw_bytes()
     if declared != len(tail):
@@ -240,6 +253,11 @@ def _explain(
         return MalformedMessage(f"unknown api key {env.api_key} in {kind} header", **ids)
     if key not in types:
         return MalformedMessage(f"unknown api key {env.api_key} in {kind} header", **ids)
+    if not INT32_MIN <= env.correlation_id <= INT32_MAX:  # never echoed, whatever the version
+        return MalformedMessage(
+            f"invalid {types[key].__name__} v{env.version}: correlation id "
+            f"{env.correlation_id} is outside int32"
+        )
     lo, hi = SUPPORTED_VERSIONS[key]
     if not lo <= env.version <= hi:
         return _unsupported(kind, key, env.version, env.correlation_id)
