@@ -1,0 +1,128 @@
+"""A Fetch response never carries another file's bytes (issue 14, finding 2).
+
+A slow consumer asks for all of topic A in one response and stops reading, so the broker is
+parked in the middle of ``sendfile`` with the rest of A's segment still to send. Meanwhile A is
+deleted, B is created and written: B's new segment file is the next file the broker opens. When
+the consumer reads on, every byte it receives must be A's (or the connection may close); before
+the fix the broker's ``sendfile`` went on with a bare descriptor number that B's file now had.
+Run on asyncio + uvloop, plain asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from odradek.protocol import messages as m
+from odradek.protocol.frames import FrameDecoder
+from tests.broker.test_zero_copy import PlainAsyncioBroker
+from tests.broker.wire import Wire, bad_events, batch
+from tests.broker_process import BrokerProcess
+
+REQUEST_BYTES = 1 << 20
+A_REQUESTS = 24  # A: ~24 MiB, far more than the socket buffers hold
+B_REQUESTS = 32  # B: larger than A, so A's positions exist in B's file
+RCVBUF_BYTES = 16 * 1024
+HEAD_READ_BYTES = 64 * 1024  # what the consumer reads before it stalls
+
+
+def _produce(wire: Wire, topic: str, tag: str, requests: int) -> None:
+    one = batch(1, tag=tag, value_bytes=REQUEST_BYTES - 100)
+    request, raw = wire.produce_request([(topic, 0, one)])
+    for _ in range(requests):
+        wire.send(request, raw)
+    for _ in range(requests):
+        assert wire.recv()[0].topics[0].partitions[0].error_code == 0
+
+
+def _slow_consumer(port: int) -> socket.socket:
+    """A socket with a tiny receive buffer (set before connecting: it bounds the window)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
+    sock.settimeout(30)
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def _fetch_everything(topic: str, size_bytes: int) -> bytes:
+    request = m.FetchRequest(
+        correlation_id=7,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=size_bytes,
+        topics=[
+            m.FetchTopic(
+                name=topic,
+                partitions=[
+                    m.FetchPartition(
+                        partition_index=0, fetch_offset=0, partition_max_bytes=size_bytes
+                    )
+                ],
+            )
+        ],
+    )
+    return b"".join(bytes(p) for p in m.encode_request(request))
+
+
+def _read_response(sock: socket.socket, received: bytearray) -> bytes | None:
+    """Read on until one whole frame arrived (its body) or the broker closed (None)."""
+    decoder = FrameDecoder(2**31 - 1)
+    decoder.feed(received)
+    while (body := decoder.next_frame()) is None:
+        try:
+            chunk = sock.recv(1 << 20)
+        except ConnectionResetError:
+            return None
+        if not chunk:
+            return None
+        received += chunk
+        decoder.feed(chunk)
+    return body
+
+
+def _broker(backend: str, log_dir: Path) -> BrokerProcess:
+    if backend == "asyncio":
+        return PlainAsyncioBroker([log_dir])
+    return BrokerProcess([log_dir], backend="asyncio" if backend == "uvloop" else "trio")
+
+
+@pytest.mark.parametrize("backend", ["uvloop", "asyncio", "trio"])
+def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_its_topic_was_deleted(
+    backend: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "logs"
+    with _broker(backend, log_dir) as broker, Wire(broker.port, timeout_s=60) as admin:  # type: ignore[arg-type]
+        admin.create_topic("a")
+        _produce(admin, "a", "A", A_REQUESTS)
+        a_bytes = (log_dir / "a-0" / f"{0:020d}.log").read_bytes()
+
+        consumer = _slow_consumer(broker.port)  # type: ignore[arg-type]
+        try:
+            consumer.sendall(_fetch_everything("a", len(a_bytes)))
+            received = bytearray()
+            while len(received) < HEAD_READ_BYTES:  # the response is under way ...
+                chunk = consumer.recv(HEAD_READ_BYTES - len(received))
+                assert chunk, "the broker closed before sending the response"
+                received += chunk
+            # ... and stalls (the consumer stops reading) while A goes and B comes
+            deleted = admin.call(m.DeleteTopicsRequest(correlation_id=0, topic_names=["a"]))
+            assert deleted.topics[0].error_code == 0
+            admin.create_topic("b")
+            _produce(admin, "b", "B", B_REQUESTS)
+            body = _read_response(consumer, received)
+        finally:
+            consumer.close()
+
+        if body is None:  # the broker closed mid-response: what arrived must still be A's
+            raw_start = received.find(a_bytes[:61])  # the first batch's header
+            assert raw_start > 0
+            tail = bytes(received[raw_start:])
+        else:
+            response, raw = m.decode_response(body)
+            assert response.topics[0].partitions[0].records_bytes == len(a_bytes)
+            tail = bytes(raw)
+        assert b"B0" not in tail, "the response carries topic b's records"
+        assert tail == a_bytes[: len(tail)]
+        assert bad_events(broker.lines) == []
