@@ -188,7 +188,9 @@ class Connection:
             decoder.feed(buffer[:received])  # copies: the buffer may be replaced below
             if received == len(buffer) and received < _MAX_READ_BUFFER_BYTES:
                 buffer = memoryview(bytearray(2 * received))  # more is coming: grow
-            for body in decoder:
+            # (not a for loop: its variable would keep the last frame, maybe megabytes,
+            # alive while the reader waits for the next)
+            while (body := decoder.next_frame()) is not None:
                 await self._dispatch(body, tg)
 
     async def _dispatch(self, body: bytes, tg: anyio.abc.TaskGroup) -> None:
