@@ -1,10 +1,11 @@
 """The state every request handler shares: config, logs, group commit, wake-ups.
 
-Wake-ups of long-polling fetches are per partition: a fetch registers one :class:`Waiter` under
-each partition it reads (:meth:`BrokerContext.wait_for_data`) *before* it reads them, so no
-append between its read and its wait is missed; an append to a partition wakes the waiters of
-that partition only (:meth:`BrokerContext.notify_data`), so its cost is the number of fetches
-waiting on it, not on the whole broker. Events that concern every waiter (a topic deletion,
+Wake-ups of long-polling fetches are per partition: a fetch that must wait registers one
+:class:`Waiter` under each partition it reads (:meth:`BrokerContext.wait_for_data`) in the same
+event-loop turn as its read (every append runs on the loop, so none can slip in between and
+be missed); an append to a partition wakes the waiters of that partition only
+(:meth:`BrokerContext.notify_data`), so its cost is the number of fetches waiting on it, not
+on the whole broker. Events that concern every waiter (a topic deletion,
 retention moving log start offsets, a graceful shutdown) use :meth:`BrokerContext.notify_all`.
 """
 
@@ -69,7 +70,8 @@ class BrokerContext:
 
     def wait_for_data(self, partitions: Iterable[TopicPartition]) -> Waiter:
         """Register a waiter woken by the next append to any of ``partitions`` (or by
-        :meth:`notify_all`). Register *before* reading them; always :meth:`forget` it."""
+        :meth:`notify_all`). Register with no await since reading them; always
+        :meth:`forget` it."""
         waiter = Waiter(tuple(partitions))
         for tp in waiter.partitions:
             self._waiters.setdefault(tp, {})[waiter] = None

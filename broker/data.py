@@ -174,24 +174,22 @@ class DataApi:
         ends the wait at once). The reply holds its regions' files: the caller releases it."""
         max_wait_ms = min(max(req.max_wait_ms, 0), self.max_wait_cap_ms)
         deadline = anyio.current_time() + max_wait_ms / 1000
-        partitions = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
         while True:
-            waiter = self.ctx.wait_for_data(partitions)  # before reading: no wake-up is lost
-            reply: Reply | None = None
+            reply, total, errors = self._collect(req)
+            remaining = deadline - anyio.current_time()
+            if total >= req.min_bytes or errors or remaining <= 0 or self.ctx.stopping:
+                return reply
+            reply.release()  # collected again once woken
+            # Registered in the same event-loop turn as the read: appends run on this loop,
+            # so none can slip in between and its wake-up cannot be lost.
+            waiter = self.ctx.wait_for_data(
+                (t.name, p.partition_index) for t in req.topics for p in t.partitions
+            )
             try:
-                reply, total, errors = self._collect(req)
-                remaining = deadline - anyio.current_time()
-                if total >= req.min_bytes or errors or remaining <= 0 or self.ctx.stopping:
-                    answer, reply = reply, None
-                    return answer
-                reply.release()  # collected again once woken
-                reply = None
                 with anyio.move_on_after(remaining):
                     await waiter.wait()
             finally:
                 self.ctx.forget(waiter)
-                if reply is not None:  # a failure or a cancellation between collect and return
-                    reply.release()
 
     def _collect(self, req: m.FetchRequest) -> tuple[Reply, int, bool]:
         """Read every requested partition; the regions returned hold their files."""
