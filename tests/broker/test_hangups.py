@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from tests.broker.test_limits import connect_when_allowed
@@ -71,10 +73,11 @@ def _assert_slots_and_sockets_freed(broker: BrokerProcess) -> None:
     assert bad_events(broker.lines) == []
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_long_polls_of_clients_that_hung_up_free_their_slots(
-    broker_factory: Callable[..., BrokerProcess],
+    broker_factory: Callable[..., BrokerProcess], backend: str
 ) -> None:
-    broker = broker_factory(overrides=[f"max.connections={HANGERS + 1}"])
+    broker = broker_factory(overrides=[f"max.connections={HANGERS + 1}"], backend=backend)
     with Wire(broker.port) as admin:  # type: ignore[arg-type]
         admin.create_topic("idle")  # empty: every poll waits at its log end
         hangers = [Wire(broker.port) for _ in range(HANGERS)]  # type: ignore[arg-type]
