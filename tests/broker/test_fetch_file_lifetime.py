@@ -10,7 +10,10 @@ Run on asyncio + uvloop, plain asyncio and trio.
 
 from __future__ import annotations
 
+import os
 import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -125,4 +128,27 @@ def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_its_topic_was_dele
             tail = bytes(raw)
         assert b"B0" not in tail, "the response carries topic b's records"
         assert tail == a_bytes[: len(tail)]
+        # and once the send is over, the deleted segment's descriptor is closed (not leaked)
+        assert broker.process is not None
+        assert _wait_until(lambda: not _open_deleted_files(broker.process.pid, "a-0"))
         assert bad_events(broker.lines) == []
+
+
+def _open_deleted_files(pid: int, partition_dir: str) -> list[str]:
+    """Files the process still has open that were unlinked from ``partition_dir``."""
+    targets = []
+    for link in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            targets.append(os.readlink(link))
+        except OSError:  # closed meanwhile
+            continue
+    return [t for t in targets if partition_dir in t and t.endswith("(deleted)")]
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
