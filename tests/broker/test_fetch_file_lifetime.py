@@ -5,7 +5,8 @@ parked in the middle of ``sendfile`` with the rest of A's segment still to send.
 deleted, B is created and written: B's new segment file is the next file the broker opens. When
 the consumer reads on, every byte it receives must be A's (or the connection may close); before
 the fix the broker's ``sendfile`` went on with a bare descriptor number that B's file now had.
-Run on asyncio + uvloop, plain asyncio and trio.
+Run on asyncio + uvloop, plain asyncio and trio; and once with the segment removed by
+DeleteRecords and retention (``file.delete.delay.ms=0``) instead of DeleteTopics.
 """
 
 from __future__ import annotations
@@ -91,6 +92,46 @@ def _broker(backend: str, log_dir: Path) -> BrokerProcess:
     return BrokerProcess([log_dir], backend="asyncio" if backend == "uvloop" else "trio")
 
 
+def _stalled_fetch(
+    broker: BrokerProcess, segment: Path, remove_a: Callable[[], None], admin: Wire
+) -> tuple[bytes, bytes]:
+    """Fetch all of ``segment`` (topic a's first) with a consumer that stalls after the first
+    bytes; meanwhile ``remove_a()`` removes the segment, then b is created and written.
+    Returns (the segment's bytes, the record bytes the consumer got)."""
+    a_bytes = segment.read_bytes()
+    consumer = _slow_consumer(broker.port)  # type: ignore[arg-type]
+    try:
+        consumer.sendall(_fetch_everything("a", len(a_bytes)))
+        received = bytearray()
+        while len(received) < HEAD_READ_BYTES:  # the response is under way ...
+            chunk = consumer.recv(HEAD_READ_BYTES - len(received))
+            assert chunk, "the broker closed before sending the response"
+            received += chunk
+        # ... and stalls (the consumer stops reading) while a's segment goes and b comes
+        remove_a()
+        admin.create_topic("b")
+        _produce(admin, "b", "B", B_REQUESTS)
+        body = _read_response(consumer, received)
+    finally:
+        consumer.close()
+    if body is None:  # the broker closed mid-response: what arrived must still be a's
+        raw_start = received.find(a_bytes[:61])  # the first batch's header
+        assert raw_start > 0
+        return a_bytes, bytes(received[raw_start:])
+    response, raw = m.decode_response(body)
+    assert response.topics[0].partitions[0].records_bytes == len(a_bytes)
+    return a_bytes, bytes(raw)
+
+
+def _assert_only_a(broker: BrokerProcess, a_bytes: bytes, tail: bytes) -> None:
+    assert b"B0" not in tail, "the response carries topic b's records"
+    assert tail == a_bytes[: len(tail)]
+    # and once the send is over, a's removed segment's descriptor is closed (not leaked)
+    assert broker.process is not None
+    assert _wait_until(lambda: not _open_deleted_files(broker.process.pid, "a-0"))
+    assert bad_events(broker.lines) == []
+
+
 @pytest.mark.parametrize("backend", ["uvloop", "asyncio", "trio"])
 def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_its_topic_was_deleted(
     backend: str, tmp_path: Path
@@ -99,39 +140,48 @@ def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_its_topic_was_dele
     with _broker(backend, log_dir) as broker, Wire(broker.port, timeout_s=60) as admin:  # type: ignore[arg-type]
         admin.create_topic("a")
         _produce(admin, "a", "A", A_REQUESTS)
-        a_bytes = (log_dir / "a-0" / f"{0:020d}.log").read_bytes()
 
-        consumer = _slow_consumer(broker.port)  # type: ignore[arg-type]
-        try:
-            consumer.sendall(_fetch_everything("a", len(a_bytes)))
-            received = bytearray()
-            while len(received) < HEAD_READ_BYTES:  # the response is under way ...
-                chunk = consumer.recv(HEAD_READ_BYTES - len(received))
-                assert chunk, "the broker closed before sending the response"
-                received += chunk
-            # ... and stalls (the consumer stops reading) while A goes and B comes
+        def delete_a() -> None:
             deleted = admin.call(m.DeleteTopicsRequest(correlation_id=0, topic_names=["a"]))
             assert deleted.topics[0].error_code == 0
-            admin.create_topic("b")
-            _produce(admin, "b", "B", B_REQUESTS)
-            body = _read_response(consumer, received)
-        finally:
-            consumer.close()
 
-        if body is None:  # the broker closed mid-response: what arrived must still be A's
-            raw_start = received.find(a_bytes[:61])  # the first batch's header
-            assert raw_start > 0
-            tail = bytes(received[raw_start:])
-        else:
-            response, raw = m.decode_response(body)
-            assert response.topics[0].partitions[0].records_bytes == len(a_bytes)
-            tail = bytes(raw)
-        assert b"B0" not in tail, "the response carries topic b's records"
-        assert tail == a_bytes[: len(tail)]
-        # and once the send is over, the deleted segment's descriptor is closed (not leaked)
-        assert broker.process is not None
-        assert _wait_until(lambda: not _open_deleted_files(broker.process.pid, "a-0"))
-        assert bad_events(broker.lines) == []
+        a_bytes, tail = _stalled_fetch(broker, log_dir / "a-0" / f"{0:020d}.log", delete_a, admin)
+        _assert_only_a(broker, a_bytes, tail)
+
+
+def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_retention_removed_its_segment(
+    tmp_path: Path,
+) -> None:
+    """The same through DeleteRecords and retention, with ``file.delete.delay.ms=0``: the
+    segment is closed and unlinked while its bytes are still being sent."""
+    log_dir = tmp_path / "logs"
+    broker = BrokerProcess([log_dir], overrides=["log.retention.check.interval.ms=100"])
+    with broker, Wire(broker.port, timeout_s=60) as admin:  # type: ignore[arg-type]
+        configs = {"segment.bytes": str(8 * REQUEST_BYTES), "file.delete.delay.ms": "0"}
+        admin.create_topic("a", configs=configs)
+        _produce(admin, "a", "A", A_REQUESTS)
+        partition_dir = log_dir / "a-0"
+
+        def delete_old_segments() -> None:
+            since = len(broker.lines)
+            request = m.DeleteRecordsRequest(
+                correlation_id=0,
+                topics=[
+                    m.DeleteRecordsTopic(
+                        name="a",
+                        partitions=[m.DeleteRecordsPartition(partition_index=0, offset=-1)],
+                    )
+                ],
+            )
+            assert admin.call(request).topics[0].partitions[0].error_code == 0
+            assert broker.wait_for_events("log segments deleted", since_line=since)
+            # closed and unlinked (the worker thread's work) before b opens its files
+            assert _wait_until(lambda: not list(partition_dir.glob("*.deleted")))
+
+        a_bytes, tail = _stalled_fetch(
+            broker, partition_dir / f"{0:020d}.log", delete_old_segments, admin
+        )
+        _assert_only_a(broker, a_bytes, tail)
 
 
 def _open_deleted_files(pid: int, partition_dir: str) -> list[str]:
