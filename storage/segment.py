@@ -102,11 +102,7 @@ class LogSegment:
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file = SegmentFile(fd, str(self.log_path))
-        try:
-            self.size_bytes = os.fstat(fd).st_size
-        except BaseException:
-            self.file.close()
-            raise
+        self.size_bytes = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(
             segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix),
             base_offset,

@@ -15,6 +15,9 @@ records. So the descriptor is shared with a count of holders:
    and its bytes readable: a send in progress finishes with the bytes it started with.
 3. :meth:`fileno` of a closed file raises ``ValueError`` (as ``io.FileIO`` does), even while a
    holder still uses the descriptor: only holders may use it then.
+4. A file that becomes garbage unclosed (a segment whose constructor failed after opening it)
+   closes its descriptor when collected, as ``io.FileIO`` does. A held file is never garbage:
+   its holders' regions reference it.
 
 Threads, without a lock (storage uses none): holds are one-element appends to and pops from a
 list, each atomic under the GIL, so concurrent holders in several threads never lose a count.
@@ -25,6 +28,7 @@ list whose ``pop`` hands it to exactly one of them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from odradek.storage.errors import SegmentClosedError
@@ -92,6 +96,10 @@ class SegmentFile:
         except IndexError:
             return  # the other side of a close/release race closed it
         os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # a finalizer must not raise (interpreter exit)
+            self._close_descriptor()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

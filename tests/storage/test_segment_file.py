@@ -97,3 +97,9 @@ def test_holds_from_threads_are_never_lost(tmp_path: Path) -> None:
     assert _is_open(fd)
     file.release()
     assert not _is_open(fd)
+
+
+def test_an_unclosed_file_closes_its_descriptor_when_collected(tmp_path: Path) -> None:
+    file, fd = _file(tmp_path / "a.log")
+    del file  # e.g. a segment whose index could not be opened (out of descriptors)
+    assert not _is_open(fd)
