@@ -198,7 +198,7 @@ class AdminApi:
                     result.error_code = error_code_for(exc)
                     result.error_message = str(exc)
             results.append(result)
-        self.ctx.notify_data()  # wake long polls on deleted partitions: they now fail
+        self.ctx.notify_all()  # wake long polls on deleted partitions: they now fail
         return m.DeleteTopicsResponse(correlation_id=req.correlation_id, topics=results)
 
     async def create_partitions(self, req: m.CreatePartitionsRequest) -> m.CreatePartitionsResponse:

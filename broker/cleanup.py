@@ -124,7 +124,7 @@ async def retention_pass(ctx: BrokerContext, busy: _Busy) -> None:
         if log not in busy:
             due.extend((log, segment) for segment in log.take_due_deletions(now_ms))
     if deleted_any:
-        ctx.notify_data()  # long polls re-read: their offset may now be out of range
+        ctx.notify_all()  # long polls re-read: their offset may now be out of range
         await ctx.checkpoint()
     if due:
         failures = await anyio.to_thread.run_sync(_delete_files, due)

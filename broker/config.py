@@ -91,6 +91,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "socket.request.max.bytes": (_int(1, 2**31 - 1), "104857600"),
     "max.connections": (_int(1, 2**31 - 1), "2147483647"),
     "connections.max.idle.ms": (_int(1), "600000"),
+    # odradek's own (Kafka bounds a consumer's wait only by its request.timeout.ms): the
+    # longest a Fetch long-polls, whatever max_wait_ms it asks for
+    "fetch.wait.max.ms": (_int(0, 2**31 - 1), "30000"),
     "log.segment.bytes": (_int(14, 2**31 - 1), "1073741824"),
     "log.roll.ms": (_int(1), None),
     "log.roll.hours": (_int(1, 2**31 - 1), "168"),

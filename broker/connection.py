@@ -19,6 +19,17 @@ What closes the connection, with a logged reason and without touching any log: a
 ``socket.request.max.bytes`` (refused before it is buffered), a malformed frame or header, an
 unknown api, an idle timeout, the peer closing. An unsupported version is answered with
 ``UNSUPPORTED_VERSION`` and the connection stays open (its frame boundaries are intact).
+When the peer closes (EOF or a reset), its waiting requests (long-poll fetches, ``acks=all``
+waits, JoinGroup/SyncGroup) are cancelled at once and the socket is closed: a client that hangs
+up never keeps a ``max.connections`` slot or a CLOSE-WAIT socket until its waits end. (Appends
+it made stay appended: only their answers are dropped.)
+
+Read buffer: it starts at ``_MIN_READ_BUFFER_BYTES`` (an idle connection costs a few KiB, not a
+large buffer), doubles whenever a ``recv_into`` fills it (a stream of large produce requests
+reaches ``_MAX_READ_BUFFER_BYTES`` within a few reads and then reads in large chunks with no
+allocation per read), and drops back to the minimum when the socket has no more to read and no
+frame is half-received, so a connection that sent one large request and went quiet returns
+the memory.
 """
 
 from __future__ import annotations
@@ -41,11 +52,11 @@ from odradek.protocol.frames import FrameDecoder, FrameError
 
 __all__ = ["Connection"]
 
-_READ_BUFFER_BYTES = 256 * 1024
+_MIN_READ_BUFFER_BYTES = 4 * 1024  # what an idle connection holds
+_MAX_READ_BUFFER_BYTES = 256 * 1024  # what a busy one reads into (one recv per 256 KiB)
 _CONNECTION_ERRORS = (
     OSError,
     EOFError,
-    ValueError,  # fileno() of a segment closed under a response (topic deleted)
     anyio.BrokenResourceError,
     anyio.ClosedResourceError,
 )
@@ -136,14 +147,13 @@ class Connection:
     async def serve(self) -> None:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
-        buffer = memoryview(bytearray(_READ_BUFFER_BYTES))
         reason: str | None = None  # None: the reader was cancelled by a failed send
         try:
             async with anyio.create_task_group() as tg:
                 self._task_group = tg
                 with self._reader_scope:
                     try:
-                        reason = await self._read_loop(decoder, buffer, tg)
+                        reason = await self._read_loop(decoder, tg)
                     except (FrameError, m.MalformedMessage) as exc:
                         reason = f"malformed request: {exc}"
                         self.log.warning("closing connection", reason=reason)
@@ -151,20 +161,23 @@ class Connection:
                     except _CONNECTION_ERRORS as exc:
                         reason = f"connection error: {exc!r}"
                         tg.cancel_scope.cancel()
+                    else:  # the peer closed: nobody will read what its waiting requests answer
+                        tg.cancel_scope.cancel()
                 if self._reader_scope.cancelled_caught:
                     reason = "idle timeout" if self._idle_closed else "broker shutting down"
         finally:
             close_socket(self.sock)
         self.log.debug("connection closed", reason=reason or self._send_failure)
 
-    async def _read_loop(
-        self, decoder: FrameDecoder, buffer: memoryview, tg: anyio.abc.TaskGroup
-    ) -> str:
+    async def _read_loop(self, decoder: FrameDecoder, tg: anyio.abc.TaskGroup) -> str:
         sock = self.sock
+        buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))
         while True:
             try:
                 received = sock.recv_into(buffer)
             except BlockingIOError:
+                if len(buffer) > _MIN_READ_BUFFER_BYTES and not decoder.mid_frame:
+                    buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))  # quiet: shrink
                 received = await recv_into(sock, buffer)
             else:  # read without waiting: let the other tasks run once per chunk
                 await anyio.lowlevel.checkpoint()
@@ -172,8 +185,12 @@ class Connection:
             if received == 0:
                 decoder.end_of_stream()
                 return "peer closed the connection"
-            decoder.feed(buffer[:received])
-            for body in decoder:
+            decoder.feed(buffer[:received])  # copies: the buffer may be replaced below
+            if received == len(buffer) and received < _MAX_READ_BUFFER_BYTES:
+                buffer = memoryview(bytearray(2 * received))  # more is coming: grow
+            # (not a for loop: its variable would keep the last frame, maybe megabytes,
+            # alive while the reader waits for the next)
+            while (body := decoder.next_frame()) is not None:
                 await self._dispatch(body, tg)
 
     async def _dispatch(self, body: bytes, tg: anyio.abc.TaskGroup) -> None:
@@ -244,8 +261,13 @@ class Connection:
                 ErrorCode.UNKNOWN_SERVER_ERROR,
                 f"{type(exc).__name__}: {exc}",
             )
-        if reply is not None:
+        if reply is None:
+            return
+        try:
             await self._send(reply)
+        finally:
+            if isinstance(reply, Reply):
+                reply.release()  # the regions' segment files may close now
 
     async def _send(self, reply: Reply | m.Response) -> None:
         self.last_active_s = time.monotonic()
@@ -263,5 +285,6 @@ class Connection:
                 return
             head = m.encode_head(reply.response, reply.raw_bytes)
             await send_buffers(self.sock, [head, *reply.buffers])
-            for region in reply.regions:
-                await sendfile_all(self.sock, region.file.fileno(), region.position, region.length)
+            for region in reply.regions:  # held by the reply: open even if deleted meanwhile
+                fd = region.file.held_fileno()
+                await sendfile_all(self.sock, fd, region.position, region.length)

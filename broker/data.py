@@ -7,7 +7,12 @@ only slow part, and it runs in the group-commit thread (:mod:`odradek.broker.dur
 
 Fetch builds its response header from segment positions alone (:class:`FileRegion`), and the
 connection sends the bytes with ``os.sendfile``: records never pass through Python objects.
-A fetch that finds fewer than ``min_bytes`` waits for appends up to ``max_wait_ms``.
+Each region *holds* its segment file (:meth:`SegmentFile.hold`) from the moment it is read
+until :meth:`Reply.release` (after the send, or when the request ends otherwise), so a segment
+deleted meanwhile (DeleteTopics, retention) stays open for this send and its descriptor number
+cannot be reused by another file under it. A fetch that finds fewer than ``min_bytes`` waits
+for appends to the partitions it reads (not to any other) up to ``max_wait_ms``, capped by
+``fetch.wait.max.ms``.
 """
 
 from __future__ import annotations
@@ -49,10 +54,18 @@ class Reply:
     def raw_bytes(self) -> int:
         return sum(len(b) for b in self.buffers) + sum(r.length for r in self.regions)
 
+    def release(self) -> None:
+        """Let go of the regions' segment files (idempotent): call once the reply is sent or
+        will never be."""
+        regions, self.regions = self.regions, []
+        for region in regions:
+            region.file.release()
+
 
 class DataApi:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self.max_wait_cap_ms = ctx.config.int("fetch.wait.max.ms")
 
     def _log(self, topic: str, partition: int) -> Log:
         try:
@@ -87,7 +100,6 @@ class DataApi:
         by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
         durable: list[tuple[Log, int, m.ProducePartitionResponse]] = []
         acks_ok = req.acks in m.VALID_ACKS
-        appended = False
         for topic, part, records in m.record_sections(req, raw):
             result = m.ProducePartitionResponse(partition_index=part.partition_index)
             by_topic.setdefault(topic, []).append(result)
@@ -113,7 +125,7 @@ class DataApi:
                     reason=str(exc),
                 )
                 continue
-            appended = True
+            ctx.notify_data(topic, part.partition_index)
             if info.rolled:  # Kafka flushes a rolled segment soon after the roll
                 ctx.group_commit.flush_soon(log)
             result.base_offset = info.first_offset
@@ -121,8 +133,6 @@ class DataApi:
             result.log_start_offset = log.log_start_offset
             if req.acks == m.ACKS_ALL:
                 durable.append((log, info.last_offset, result))
-        if appended:
-            ctx.notify_data()
         return self._produce_response(req, by_topic, durable, acks_ok)
 
     async def _produce_response(
@@ -174,55 +184,83 @@ class DataApi:
     # -- Fetch -----------------------------------------------------------------------------
 
     async def fetch(self, req: m.FetchRequest) -> Reply:
-        """Collect regions; if fewer than ``min_bytes``, wait for appends up to max_wait_ms
-        (a graceful shutdown ends the wait at once)."""
-        deadline = anyio.current_time() + req.max_wait_ms / 1000
+        """Collect regions; if fewer than ``min_bytes``, wait for appends to the requested
+        partitions up to ``max_wait_ms`` (at most ``fetch.wait.max.ms``; a graceful shutdown
+        ends the wait at once). The reply holds its regions' files: the caller releases it."""
+        max_wait_ms = min(max(req.max_wait_ms, 0), self.max_wait_cap_ms)
+        deadline = anyio.current_time() + max_wait_ms / 1000
         while True:
-            arrived = self.ctx.data_event()  # taken before reading: no wake-up is lost
             reply, total, errors = self._collect(req)
             remaining = deadline - anyio.current_time()
             if total >= req.min_bytes or errors or remaining <= 0 or self.ctx.stopping:
                 return reply
-            with anyio.move_on_after(remaining):
-                await arrived.wait()
+            reply.release()  # collected again once woken
+            # Registered in the same event-loop turn as the read: appends run on this loop,
+            # so none can slip in between and its wake-up cannot be lost.
+            waiter = self.ctx.wait_for_data(
+                (t.name, p.partition_index) for t in req.topics for p in t.partitions
+            )
+            try:
+                with anyio.move_on_after(remaining):
+                    await waiter.wait()
+            finally:
+                self.ctx.forget(waiter)
 
     def _collect(self, req: m.FetchRequest) -> tuple[Reply, int, bool]:
+        """Read every requested partition; the regions returned hold their files."""
+        response = m.FetchResponse(correlation_id=req.correlation_id)
+        reply = Reply(response)
         budget = req.max_bytes
-        regions: list[FileRegion] = []
-        topics = []
         errors = False
-        for topic in req.topics:
-            parts = []
-            for fp in topic.partitions:
-                result = m.FetchPartitionResponse(partition_index=fp.partition_index)
-                parts.append(result)
-                try:
-                    log = self._log(topic.name, fp.partition_index)
-                    fetched = log.read(
-                        fp.fetch_offset,
-                        min(fp.partition_max_bytes, budget),
-                        # KIP-74: the first batch is returned whole even if over the limits.
-                        min_one_message=not regions,
-                    )
-                except (OffsetOutOfRangeError, UnknownTopicOrPartitionError, StorageError) as exc:
-                    result.error_code = error_code_for(exc)
-                    errors = True
-                    if isinstance(exc, OffsetOutOfRangeError):
-                        result.high_watermark = exc.log_end_offset
-                        result.log_start_offset = exc.log_start_offset
-                    continue
-                result.high_watermark = fetched.high_watermark
-                result.last_stable_offset = fetched.high_watermark
-                result.log_start_offset = fetched.log_start_offset
-                region = fetched.region
-                if region is not None and budget > 0 and fp.partition_max_bytes > 0:
-                    regions.append(region)
-                    result.records_bytes = region.length
-                    budget -= region.length
-            topics.append(m.FetchTopicResponse(name=topic.name, partitions=parts))
-        response = m.FetchResponse(correlation_id=req.correlation_id, topics=topics)
-        total = sum(r.length for r in regions)
-        return Reply(response, regions=regions), total, errors
+        try:
+            for topic in req.topics:
+                parts = []
+                for fp in topic.partitions:
+                    result = m.FetchPartitionResponse(partition_index=fp.partition_index)
+                    parts.append(result)
+                    region = self._read(topic.name, fp, budget, reply.regions, result)
+                    errors = errors or result.error_code != ErrorCode.NONE
+                    if region is not None:
+                        reply.regions.append(region)
+                        result.records_bytes = region.length
+                        budget -= region.length
+                response.topics.append(m.FetchTopicResponse(name=topic.name, partitions=parts))
+        except BaseException:
+            reply.release()
+            raise
+        return reply, sum(r.length for r in reply.regions), errors
+
+    def _read(
+        self,
+        topic: str,
+        fp: m.FetchPartition,
+        budget: int,
+        regions: list[FileRegion],
+        result: m.FetchPartitionResponse,
+    ) -> FileRegion | None:
+        """One partition's region (held), or None; fills ``result``'s offsets or error."""
+        try:
+            fetched = self._log(topic, fp.partition_index).read(
+                fp.fetch_offset,
+                min(fp.partition_max_bytes, budget),
+                # KIP-74: the first batch is returned whole even if over the limits.
+                min_one_message=not regions,
+            )
+            region = fetched.region
+            if region is None or budget <= 0 or fp.partition_max_bytes <= 0:
+                region = None
+            else:  # held until the reply is released; raises if the segment was closed
+                region.file.hold()
+        except (OffsetOutOfRangeError, UnknownTopicOrPartitionError, StorageError) as exc:
+            result.error_code = error_code_for(exc)
+            if isinstance(exc, OffsetOutOfRangeError):
+                result.high_watermark = exc.log_end_offset
+                result.log_start_offset = exc.log_start_offset
+            return None
+        result.high_watermark = fetched.high_watermark
+        result.last_stable_offset = fetched.high_watermark
+        result.log_start_offset = fetched.log_start_offset
+        return region
 
     # -- ListOffsets / DeleteRecords -------------------------------------------------------
 

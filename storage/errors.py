@@ -4,6 +4,7 @@
 |--------------------------------|--------------------------------|
 | InvalidTopicError              | INVALID_TOPIC_EXCEPTION (17)   |
 | UnknownTopicOrPartitionError   | UNKNOWN_TOPIC_OR_PARTITION (3) |
+| SegmentClosedError (a subclass)| UNKNOWN_TOPIC_OR_PARTITION (3) |
 | TopicExistsError               | TOPIC_ALREADY_EXISTS (36)      |
 | OffsetOutOfRangeError          | OFFSET_OUT_OF_RANGE (1)        |
 | RecordTooLargeError            | MESSAGE_TOO_LARGE (10)         |
@@ -23,6 +24,7 @@ __all__ = [
     "LogDirOfflineError",
     "OffsetOutOfRangeError",
     "RecordTooLargeError",
+    "SegmentClosedError",
     "StorageError",
     "TopicExistsError",
     "UnknownTopicOrPartitionError",
@@ -39,6 +41,11 @@ class InvalidTopicError(StorageError):
 
 class UnknownTopicOrPartitionError(StorageError):
     pass
+
+
+class SegmentClosedError(UnknownTopicOrPartitionError):
+    """A read reached a segment whose file was closed: its partition was deleted (or its log
+    dir went offline) while the read was under way."""
 
 
 class TopicExistsError(StorageError):

@@ -23,10 +23,12 @@ Removing and replacing segments (retention, :mod:`odradek.storage.retention`; co
 :meth:`replace_segments`, which the broker calls on the event-loop thread, the thread that appends
 and reads. They never touch the active segment, and they change the segment list by building a new
 list and assigning it (with ``_base_offsets``) in one go, so a reader on the loop sees the old list
-or the new one. Code in other threads holding the old list or an old segment (a fetch's
-:class:`FileRegion` being sent, the group-commit flush) keeps working: a removed segment's files
-are renamed to ``.deleted``, stay open (and readable) and are closed and unlinked only
-``file.delete.delay.ms`` later (:meth:`take_due_deletions`); a closed segment's flush is a no-op.
+or the new one. Code in other threads holding the old list or an old segment (the group-commit
+flush, the cleaner) keeps working: a removed segment's files are renamed to ``.deleted``, stay
+open (and readable) and are closed and unlinked only ``file.delete.delay.ms`` later
+(:meth:`take_due_deletions`); a closed segment's flush is a no-op. A fetch's
+:class:`FileRegion` being sent holds its file, so even a close (that delay, DeleteTopics,
+shutdown) leaves the descriptor open until the send is done.
 
 Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
 with a keyless record is refused (CORRUPT_MESSAGE), as Kafka refuses it.

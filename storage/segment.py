@@ -29,12 +29,14 @@ it, ``.swap`` while it replaces others, ``.deleted`` once it left the log
 :mod:`odradek.storage.loader`).
 
 Concurrency: one writer. Readers may run in other threads: they read ``size_bytes`` once and
-never look past it, and use ``pread`` (no shared file position).
+never look past it, and use ``pread`` (no shared file position). The ``.log`` descriptor is a
+:class:`~odradek.storage.segment_file.SegmentFile`: :meth:`LogSegment.read` holds it while it
+scans, and a fetch holds its :class:`FileRegion`'s file until the region is sent, so closing a
+segment never lets its descriptor number be reused under a reader.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 from collections.abc import Sequence
@@ -46,6 +48,7 @@ from odradek.protocol.records import Record, decode_records
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
+from odradek.storage.segment_file import SegmentFile
 
 __all__ = ["FileRegion", "LogSegment", "RecoveryResult", "segment_path"]
 
@@ -63,12 +66,12 @@ def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
 class FileRegion(NamedTuple):
     """Bytes ``[position, position + length)`` of a segment file, for ``os.sendfile``.
 
-    ``file`` stays open until the segment is closed, which happens ``file.delete.delay.ms``
-    after the segment leaves the log, so a region handed to a fetch stays valid while it is
-    being sent. A closed file raises ``ValueError`` from ``fileno()`` rather than reusing an fd.
+    Whoever sends it across waits must ``file.hold()`` it first and ``file.release()`` it
+    after: a held file stays open (and its bytes readable) even if the segment is deleted and
+    closed meanwhile (:mod:`odradek.storage.segment_file`).
     """
 
-    file: io.FileIO
+    file: SegmentFile
     position: int
     length: int
 
@@ -98,7 +101,7 @@ class LogSegment:
         self.file_suffix = file_suffix  # "" live, or ".cleaned" / ".swap" / ".deleted"
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.file = io.FileIO(fd, "r+", closefd=True)
+        self.file = SegmentFile(fd, str(self.log_path))
         self.size_bytes = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(
             segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix),
@@ -304,9 +307,12 @@ class LogSegment:
 
     def find_entry(self, offset: int, max_position: int | None = None) -> EntryInfo | None:
         """The first entry whose last offset is ≥ ``offset`` (index lookup, then a scan)."""
+        return self._find_entry(self.file.fileno(), offset, max_position)
+
+    def _find_entry(self, fd: int, offset: int, max_position: int | None) -> EntryInfo | None:
         end = self.size_bytes if max_position is None else max_position
         _, start_position = self.offset_index.lookup(offset)
-        for entry in scan_entries(self.file.fileno(), start_position, end):
+        for entry in scan_entries(fd, start_position, end):
             if entry.last_offset >= offset:
                 return entry
         return None
@@ -326,7 +332,11 @@ class LogSegment:
         entry larger than ``max_bytes`` is returned whole. None if no entry holds ``offset``.
         """
         end = self.size_bytes if max_position is None else max_position
-        entry = self.find_entry(offset, end)
+        fd = self.file.hold()  # a close in another thread (DeleteTopics) cannot free it mid-scan
+        try:
+            entry = self._find_entry(fd, offset, end)
+        finally:
+            self.file.release()
         if entry is None:
             return None
         length = min(end - entry.position, max_bytes)

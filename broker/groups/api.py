@@ -251,7 +251,7 @@ class GroupApi:
             log = ctx.manager.get_log(OFFSETS_TOPIC, partition)
             now = self.now_ms()
             info = log.append(encode_batch([(k, v, now) for k, v in records]), now_ms=now)
-            ctx.notify_data()
+            ctx.notify_data(OFFSETS_TOPIC, partition)
             if info.rolled:
                 ctx.group_commit.flush_soon(log)
             await ctx.group_commit.wait_durable(log, info.last_offset)
@@ -311,7 +311,7 @@ class GroupApi:
         while not done.is_set():
             if self.ctx.stopping:
                 return None
-            woke = self.ctx.data_event()  # set by begin_shutdown (and by every append)
+            woke = self.ctx.data_event()  # set by begin_shutdown (and by notify_all)
             async with anyio.create_task_group() as tg:
 
                 async def watch(event: anyio.Event = woke) -> None:

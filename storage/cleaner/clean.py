@@ -88,18 +88,22 @@ class CleaningStats:
 
 
 def read_entries(segment: LogSegment) -> Iterator[tuple[EntryInfo, memoryview]]:
-    """Every entry of an inactive segment with its bytes, read in large chunks."""
-    fd = segment.file.fileno()
-    end = segment.size_bytes
-    buffer = b""
-    buffer_start = 0
-    for entry in scan_entries(fd, 0, end):
-        if entry.next_position > buffer_start + len(buffer):
-            buffer_start = entry.position
-            length = min(max(_READ_CHUNK_BYTES, entry.size_bytes), end - entry.position)
-            buffer = os.pread(fd, length, entry.position)
-        start = entry.position - buffer_start
-        yield entry, memoryview(buffer)[start : start + entry.size_bytes]
+    """Every entry of an inactive segment with its bytes, read in large chunks (the file is
+    held meanwhile: a DeleteTopics closing it cannot hand its descriptor to another file)."""
+    fd = segment.file.hold()
+    try:
+        end = segment.size_bytes
+        buffer = b""
+        buffer_start = 0
+        for entry in scan_entries(fd, 0, end):
+            if entry.next_position > buffer_start + len(buffer):
+                buffer_start = entry.position
+                length = min(max(_READ_CHUNK_BYTES, entry.size_bytes), end - entry.position)
+                buffer = os.pread(fd, length, entry.position)
+            start = entry.position - buffer_start
+            yield entry, memoryview(buffer)[start : start + entry.size_bytes]
+    finally:
+        segment.file.release()
 
 
 def _dirty_segments(cleanable: CleanableLog) -> tuple[list[LogSegment], list[int]]:
