@@ -8,6 +8,7 @@ from odradek.protocol.records import CorruptRecordError
 from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
+    LogCorruptedError,
     LogDirOfflineError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -27,6 +28,7 @@ _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
     (InvalidConfigError, ErrorCode.INVALID_CONFIG),
     (LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (LogCorruptedError, ErrorCode.KAFKA_STORAGE_ERROR),
     (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
 )
 

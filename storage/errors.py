@@ -9,6 +9,7 @@
 | RecordTooLargeError            | MESSAGE_TOO_LARGE (10)         |
 | InvalidConfigError             | INVALID_CONFIG (40)            |
 | LogDirOfflineError             | KAFKA_STORAGE_ERROR (56)       |
+| LogCorruptedError              | KAFKA_STORAGE_ERROR (56)       |
 | protocol CorruptRecordError    | CORRUPT_MESSAGE (2)            |
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 __all__ = [
     "InvalidConfigError",
     "InvalidTopicError",
+    "LogCorruptedError",
     "LogDirOfflineError",
     "OffsetOutOfRangeError",
     "RecordTooLargeError",
@@ -69,6 +71,21 @@ class LogDirOfflineError(StorageError):
     def __init__(self, log_dir: Path, reason: str) -> None:
         super().__init__(f"log dir {log_dir} is offline: {reason}")
         self.log_dir = log_dir
+        self.reason = reason
+
+
+class LogCorruptedError(StorageError):
+    """A partition whose log is damaged where no crash could have torn it (see
+    :mod:`odradek.storage.loader`): it stays offline, every file in place, until an operator
+    runs ``odradek repair-log`` on its directory and restarts the broker."""
+
+    def __init__(self, log_file: Path, position: int, reason: str) -> None:
+        super().__init__(
+            f"{log_file} is damaged at byte {position}: {reason}; the partition is offline, "
+            f"its files untouched (see `odradek repair-log {log_file.parent}`)"
+        )
+        self.log_file = log_file
+        self.position = position
         self.reason = reason
 
 

@@ -24,6 +24,11 @@ the clean-shutdown marker, read the checkpoints, load each partition
 locked, I/O error) goes offline with its reason; the others keep working. Without any online root
 the start fails.
 
+A partition whose log is damaged (:class:`LogCorruptedError`, the loader's rule) stays offline
+alone: its files stay as they are, requests for it get the error, its checkpoint entries are
+written back unchanged, and its root gets no clean-shutdown marker, so the next start
+re-validates it again (after ``odradek repair-log``, or to find the damage again).
+
 A new partition goes to the online root holding the fewest partitions (ties: config order).
 
 Crash safety: checkpoints are written atomically (:mod:`odradek.storage.atomic`); they only ever lag
@@ -54,6 +59,7 @@ from odradek.storage.checkpoints import (
 )
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
+    LogCorruptedError,
     LogDirOfflineError,
     StorageError,
     TopicExistsError,
@@ -126,6 +132,10 @@ class LogManager:
         # Partitions whose dir went offline while the broker ran: still part of their topic,
         # answering KAFKA_STORAGE_ERROR (Kafka's offline replicas), never re-created elsewhere.
         self.offline_partitions: dict[TopicPartition, Path] = {}
+        # Partitions whose log is damaged (a subset of offline_partitions): the error, and the
+        # checkpoint entries read at start-up, written back as they were.
+        self.damaged_partitions: dict[TopicPartition, LogCorruptedError] = {}
+        self._frozen_checkpoints: dict[TopicPartition, dict[str, int]] = {}
         self.cluster_id: str | None = None
         self._locks: dict[Path, DirLock] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
@@ -206,9 +216,18 @@ class LogManager:
         return clean or (fresh and not any(parse_partition_dir(n) for n in os.listdir(log_dir)))
 
     def _load_root(self, log_dir: Path, *, clean_shutdown: bool) -> None:
-        recovery_points = _read_checkpoint_or_empty(log_dir / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = _read_checkpoint_or_empty(log_dir / LOG_START_OFFSET_CHECKPOINT)
-        cleaner_offsets = _read_checkpoint_or_empty(log_dir / CLEANER_OFFSET_CHECKPOINT)
+        checkpoints = {
+            name: _read_checkpoint_or_empty(log_dir / name)
+            for name in (
+                RECOVERY_POINT_CHECKPOINT,
+                LOG_START_OFFSET_CHECKPOINT,
+                CLEANER_OFFSET_CHECKPOINT,
+                HIGH_WATERMARK_CHECKPOINT,
+            )
+        }
+        recovery_points = checkpoints[RECOVERY_POINT_CHECKPOINT]
+        start_offsets = checkpoints[LOG_START_OFFSET_CHECKPOINT]
+        cleaner_offsets = checkpoints[CLEANER_OFFSET_CHECKPOINT]
         for name in sorted(os.listdir(log_dir)):
             path = log_dir / name
             if not path.is_dir():
@@ -227,16 +246,24 @@ class LogManager:
                 )
             topic, partition = parsed
             metadata = self._topic_metadata(topic, path)
-            log = Log.open(
-                path,
-                topic,
-                partition,
-                self.default_config.with_overrides(metadata.configs),
-                now_ms=self.clock_ms(),
-                log_start_offset=start_offsets.get(parsed, 0),
-                recovery_point=recovery_points.get(parsed, 0),
-                clean_shutdown=clean_shutdown,
-            )
+            try:
+                log = Log.open(
+                    path,
+                    topic,
+                    partition,
+                    self.default_config.with_overrides(metadata.configs),
+                    now_ms=self.clock_ms(),
+                    log_start_offset=start_offsets.get(parsed, 0),
+                    recovery_point=recovery_points.get(parsed, 0),
+                    clean_shutdown=clean_shutdown,
+                )
+            except LogCorruptedError as exc:  # this partition only: the loader logged where
+                self.offline_partitions[parsed] = log_dir
+                self.damaged_partitions[parsed] = exc
+                self._frozen_checkpoints[parsed] = {
+                    name: values[parsed] for name, values in checkpoints.items() if parsed in values
+                }
+                continue
             log.first_dirty_offset = max(
                 log.log_start_offset, cleaner_offsets.get(parsed, log.log_start_offset)
             )
@@ -265,7 +292,11 @@ class LogManager:
             except OSError as exc:
                 self._take_offline(self._log_dir_of[(log.topic, log.partition)], str(exc))
         self.checkpoint()
+        damaged_dirs = {self.offline_partitions[key] for key in self.damaged_partitions}
         for log_dir in self.online_dirs:
+            if log_dir in damaged_dirs:  # the next start must find (or re-check) the damage
+                logger.error("not marking %s cleanly shut down: it holds a damaged log", log_dir)
+                continue
             try:
                 write_clean_shutdown(log_dir)
             except OSError as exc:
@@ -280,6 +311,9 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log:
         log = self.logs.get((topic, partition))
         if log is None:
+            damaged = self.damaged_partitions.get((topic, partition))
+            if damaged is not None:
+                raise damaged
             offline_dir = self.offline_partitions.get((topic, partition))
             if offline_dir is not None:
                 raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
@@ -391,9 +425,9 @@ class LogManager:
         """Close and remove every partition of ``topic`` (rename to ``-delete``, then remove)."""
         if topic not in self.topics:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
-        for (t, _), offline_dir in self.offline_partitions.items():
+        for t, partition in self.offline_partitions:
             if t == topic:  # its files cannot be removed now; deleting half a topic is worse
-                raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
+                self.get_log(t, partition)  # raises why it is offline
         for key in [k for k in self.logs if k[0] == topic]:
             log = self.logs.pop(key)
             log_dir = self._log_dir_of.pop(key)
@@ -411,18 +445,22 @@ class LogManager:
         """Write the recovery point, log start offset, high watermark and cleaner checkpoints."""
         for log_dir in self.online_dirs:
             logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
+            compacted = [log for log in logs if log.config.compact]
+            frozen = {
+                key: values
+                for key, values in self._frozen_checkpoints.items()
+                if self.offline_partitions.get(key) == log_dir
+            }
             try:
-                for name, value in (
-                    (RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point),
-                    (LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset),
-                    (HIGH_WATERMARK_CHECKPOINT, lambda log: log.high_watermark),
+                for name, of, value in (
+                    (RECOVERY_POINT_CHECKPOINT, logs, lambda log: log.recovery_point),
+                    (LOG_START_OFFSET_CHECKPOINT, logs, lambda log: log.log_start_offset),
+                    (HIGH_WATERMARK_CHECKPOINT, logs, lambda log: log.high_watermark),
+                    (CLEANER_OFFSET_CHECKPOINT, compacted, lambda log: log.first_dirty_offset),
                 ):
-                    write_offset_checkpoint(log_dir / name, _offsets(logs, value))
-                compacted = [log for log in logs if log.config.compact]
-                write_offset_checkpoint(
-                    log_dir / CLEANER_OFFSET_CHECKPOINT,
-                    _offsets(compacted, lambda log: log.first_dirty_offset),
-                )
+                    offsets = {k: v[name] for k, v in frozen.items() if name in v}
+                    offsets.update(_offsets(of, value))
+                    write_offset_checkpoint(log_dir / name, offsets)
             except OSError as exc:
                 self._take_offline(log_dir, str(exc))
 

@@ -74,9 +74,16 @@ class FileRegion(NamedTuple):
 
 
 class RecoveryResult(NamedTuple):
+    """What :meth:`LogSegment.recover` found: ``[0, valid_bytes)`` holds valid entries."""
+
     valid_bytes: int
-    truncated_bytes: int
+    truncated_bytes: int  # invalid bytes after the valid prefix (cut off only if asked)
     reason: str | None  # why validation stopped, if it did
+    next_offset: int = 0  # one past the last offset of the valid prefix
+    # Whether the first invalid entry looks like a write the crash cut short (incomplete,
+    # implausible size, bad checksum). False for an entry whose checksum is good but whose
+    # offsets do not fit: no torn write makes that, so it is damage, not a crash artifact.
+    torn_write_possible: bool = True
 
 
 class LogSegment:
@@ -255,11 +262,13 @@ class LogSegment:
 
     # -- recovery --------------------------------------------------------------------------
 
-    def recover(self, max_entry_bytes: int = INT32_MAX) -> RecoveryResult:
-        """Rebuild both indexes from the ``.log``, truncating at the first invalid byte.
+    def recover(self, max_entry_bytes: int = INT32_MAX, *, truncate: bool = True) -> RecoveryResult:
+        """Rebuild both indexes from the ``.log``; with ``truncate``, cut the file at the first
+        invalid byte (the loader decides whether that is a torn tail, :mod:`.loader`).
 
         Valid means: a complete entry with a good CRC, offsets inside this segment's range and
-        above those of the entry before it.
+        above those of the entry before it. Without ``truncate`` the ``.log`` is left as it is
+        (only the derived indexes change) and ``size_bytes`` still covers the invalid bytes.
         """
         self.offset_index.truncate()
         self.time_index.truncate()
@@ -268,6 +277,7 @@ class LogSegment:
         since_index = 0
         previous_last = self.base_offset - 1
         reason = None
+        torn_write_possible = True
         for entry in validated_entries(
             self.file.fileno(), 0, self.size_bytes, max_entry_bytes=max_entry_bytes
         ):
@@ -279,6 +289,7 @@ class LogSegment:
                     f"offset {entry.last_offset} out of order or outside the segment "
                     f"(previous {previous_last})"
                 )
+                torn_write_possible = False
                 break
             if entry.max_timestamp > self.max_timestamp:
                 self.max_timestamp = entry.max_timestamp
@@ -292,13 +303,24 @@ class LogSegment:
             since_index += entry.size_bytes
             valid_bytes += entry.size_bytes
             previous_last = entry.last_offset
-        truncated = self.size_bytes - valid_bytes
-        if truncated:
-            os.ftruncate(self.file.fileno(), valid_bytes)
-            self.size_bytes = valid_bytes
         self._bytes_since_index_entry = since_index
         self._first_batch_timestamp = None
-        return RecoveryResult(valid_bytes, truncated, reason)
+        result = RecoveryResult(
+            valid_bytes,
+            self.size_bytes - valid_bytes,
+            reason,
+            previous_last + 1,
+            torn_write_possible,
+        )
+        if truncate:
+            self.drop_invalid_tail(result)
+        return result
+
+    def drop_invalid_tail(self, result: RecoveryResult) -> None:
+        """Cut the ``.log`` after the valid prefix :meth:`recover` found (a torn tail)."""
+        if result.truncated_bytes:
+            os.ftruncate(self.file.fileno(), result.valid_bytes)
+            self.size_bytes = result.valid_bytes
 
     # -- reading ---------------------------------------------------------------------------
 
