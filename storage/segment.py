@@ -47,7 +47,7 @@ from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 
-__all__ = ["FileRegion", "LogSegment", "RecoveryResult", "segment_path"]
+__all__ = ["FileRegion", "LogSegment", "RecoveryResult", "offsets_problem", "segment_path"]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -58,6 +58,17 @@ _BASE_OFFSET = struct.Struct(">q")
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / f"{base_offset:020d}{suffix}"
+
+
+def offsets_problem(entry: EntryInfo, base_offset: int, previous_last: int) -> str | None:
+    """Why a valid entry's offsets cannot follow ``previous_last`` in the segment at
+    ``base_offset`` (invariant 1 and 2), or None if they can."""
+    if entry.last_offset <= previous_last or not 0 <= entry.last_offset - base_offset <= INT32_MAX:
+        return (
+            f"offset {entry.last_offset} out of order or outside the segment "
+            f"(previous {previous_last})"
+        )
+    return None
 
 
 class FileRegion(NamedTuple):
@@ -284,11 +295,8 @@ class LogSegment:
             if isinstance(entry, InvalidEntry):
                 reason = entry.reason
                 break
-            if entry.last_offset <= previous_last or not self.can_hold(entry.last_offset):
-                reason = (
-                    f"offset {entry.last_offset} out of order or outside the segment "
-                    f"(previous {previous_last})"
-                )
+            reason = offsets_problem(entry, self.base_offset, previous_last)
+            if reason is not None:
                 torn_write_possible = False
                 break
             if entry.max_timestamp > self.max_timestamp:
