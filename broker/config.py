@@ -115,6 +115,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "log.dirs": (_dir_list, None),
     "log.dir": (_dir_list, "/tmp/odradek-logs"),
     "num.partitions": (_int(1, 2**31 - 1), "1"),
+    # KIP-578's name (not in a Kafka release): every partition holds descriptors and mappings.
+    "max.broker.partitions": (_int(1, 2**31 - 1), "10000"),
     "auto.create.topics.enable": (_bool, "true"),
     "delete.topic.enable": (_bool, "true"),
     "message.max.bytes": (_int(0, 2**31 - 1), "1048588"),

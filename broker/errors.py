@@ -11,6 +11,7 @@ from odradek.storage.errors import (
     LogCorruptedError,
     LogDirOfflineError,
     OffsetOutOfRangeError,
+    PartitionLimitError,
     RecordTooLargeError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -29,6 +30,7 @@ _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (InvalidConfigError, ErrorCode.INVALID_CONFIG),
     (LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
     (LogCorruptedError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (PartitionLimitError, ErrorCode.INVALID_PARTITIONS),
     (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
 )
 

@@ -57,7 +57,11 @@ class Server:
         self.log = get_logger("odradek.broker")
         self.shutdown_grace_s = shutdown_grace_s
         self.manager = LogManager(
-            config.log_dirs, config.log_config(), node_id=config.node_id, clock_ms=wall_clock_ms
+            config.log_dirs,
+            config.log_config(),
+            node_id=config.node_id,
+            clock_ms=wall_clock_ms,
+            max_partitions=config.int("max.broker.partitions"),
         )
         self.connections: set[Connection] = set()
         self.listener: Listener | None = None  # the bound address, once listening

@@ -10,6 +10,7 @@
 | InvalidConfigError             | INVALID_CONFIG (40)            |
 | LogDirOfflineError             | KAFKA_STORAGE_ERROR (56)       |
 | LogCorruptedError              | KAFKA_STORAGE_ERROR (56)       |
+| PartitionLimitError            | INVALID_PARTITIONS (37)        |
 | protocol CorruptRecordError    | CORRUPT_MESSAGE (2)            |
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "LogCorruptedError",
     "LogDirOfflineError",
     "OffsetOutOfRangeError",
+    "PartitionLimitError",
     "RecordTooLargeError",
     "StorageError",
     "TopicExistsError",
@@ -63,6 +65,11 @@ class RecordTooLargeError(StorageError):
 
 class InvalidConfigError(StorageError):
     pass
+
+
+class PartitionLimitError(StorageError):
+    """Creating the partitions asked for would pass ``max.broker.partitions``; nothing was
+    created."""
 
 
 class LogDirOfflineError(StorageError):

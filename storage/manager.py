@@ -30,6 +30,16 @@ written back unchanged, and its root gets no clean-shutdown marker, so the next 
 re-validates it again (after ``odradek repair-log``, or to find the damage again).
 
 A new partition goes to the online root holding the fewest partitions (ties: config order).
+At most ``max_partitions`` partitions exist (``max.broker.partitions``): each holds open
+descriptors and mappings, so a request that would pass the limit is refused before any I/O
+(:class:`PartitionLimitError`).
+
+Failures: an ``OSError`` from the disk (EIO, ENOSPC, EROFS...) takes its root offline. Running
+out of file descriptors or memory (EMFILE, ENFILE, ENOMEM: ``is_resource_exhaustion``) is the
+process's problem, not the disk's: it never takes a root offline. A topic creation or a
+CreatePartitions that hits it is undone (every partition it made is closed and removed) and
+the error goes to that one request; a checkpoint round skips the root and logs it; at
+start-up it is fatal, naming the root (the broker cannot serve partitions it cannot open).
 
 Crash safety: checkpoints are written atomically (:mod:`odradek.storage.atomic`); they only ever lag
 the truth, which recovery tolerates: a stale recovery point means more re-validation, a stale
@@ -61,6 +71,7 @@ from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
     LogCorruptedError,
     LogDirOfflineError,
+    PartitionLimitError,
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -97,6 +108,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 TOPIC_CONFIGS = "topic-configs.json"
 
 TopicPartition = tuple[str, int]
+DEFAULT_MAX_PARTITIONS = 10_000  # max.broker.partitions
 
 
 class TopicMetadata:
@@ -119,6 +131,7 @@ class LogManager:
         *,
         node_id: int,
         clock_ms: Callable[[], int],
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
     ) -> None:
         if not log_dirs:
             raise StorageError("log.dirs names no directory")
@@ -126,6 +139,7 @@ class LogManager:
         self.default_config = default_config
         self.node_id = node_id
         self.clock_ms = clock_ms
+        self.max_partitions = max_partitions
         self.logs: dict[TopicPartition, Log] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.offline_dirs: dict[Path, str] = {}
@@ -175,7 +189,7 @@ class LogManager:
             try:
                 clean[log_dir] = self._open_root(log_dir)
             except (OSError, CheckpointError, LockError) as exc:
-                self._take_offline(log_dir, str(exc))
+                self._startup_failed(log_dir, exc)
         if not self.online_dirs:
             raise StorageError(
                 "no usable log dir: "
@@ -186,11 +200,19 @@ class LogManager:
             try:
                 self._load_root(log_dir, clean_shutdown=clean[log_dir])
             except (OSError, CheckpointError) as exc:
-                self._take_offline(log_dir, str(exc))
+                self._startup_failed(log_dir, exc)
         if not self.offline_dirs:  # a topic whose creation crashed before its partitions
             for topic in [t for t in self.topics if self.partition_count(t) == 0]:
                 logger.warning("forgetting topic %s: it has no partition on disk", topic)
                 del self.topics[topic]
+
+    def _startup_failed(self, log_dir: Path, exc: Exception) -> None:
+        if isinstance(exc, OSError) and is_resource_exhaustion(exc):
+            raise StorageError(
+                f"cannot load log dir {log_dir}: {exc} (the process ran out of file descriptors "
+                "or memory; raise RLIMIT_NOFILE or lower the partition count)"
+            ) from exc
+        self._take_offline(log_dir, str(exc))
 
     def _open_root(self, log_dir: Path) -> bool:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -290,7 +312,8 @@ class LogManager:
             try:
                 log.close()
             except OSError as exc:
-                self._take_offline(self._log_dir_of[(log.topic, log.partition)], str(exc))
+                with contextlib.suppress(OSError):  # out of resources: close the others
+                    self._io_failed(self._log_dir_of[key], exc, f"closing {log}")
         self.checkpoint()
         damaged_dirs = {self.offline_partitions[key] for key in self.damaged_partitions}
         for log_dir in self.online_dirs:
@@ -352,13 +375,22 @@ class LogManager:
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
+        self._check_partition_limit(partitions)
         self.topics[topic] = TopicMetadata(new_uuid(), configs)
-        self._save_topic_configs()
         try:
+            self._save_topic_configs()
             return [self._create_partition(topic, p, config) for p in range(partitions)]
         except Exception:
             self._abandon_topic(topic, partitions)  # all partitions or none
             raise
+
+    def _check_partition_limit(self, new_partitions: int) -> None:
+        existing = len(self.logs) + len(self.offline_partitions)
+        if existing + new_partitions > self.max_partitions:
+            raise PartitionLimitError(
+                f"creating {new_partitions} partitions would pass max.broker.partitions="
+                f"{self.max_partitions} (the broker has {existing})"
+            )
 
     def _abandon_topic(self, topic: str, partitions: int) -> None:
         """Undo a topic creation that failed part-way (best effort: errors are logged).
@@ -370,10 +402,14 @@ class LogManager:
         except (StorageError, OSError) as exc:
             logger.error("could not remove the partly created topic %s: %s", topic, exc)
             return
+        self._remove_leftover_dirs(topic, range(partitions))
+
+    def _remove_leftover_dirs(self, topic: str, partitions: range) -> None:
+        """Remove the directories a failed creation made but never opened as a log."""
         for log_dir in self.online_dirs:
-            for partition in range(partitions):
+            for partition in partitions:
                 leftover = log_dir / f"{topic}-{partition}"
-                if leftover.exists():
+                if (topic, partition) not in self.logs and leftover.exists():
                     shutil.rmtree(leftover, ignore_errors=True)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
@@ -386,8 +422,18 @@ class LogManager:
                 f"topic {topic} has {current} partitions; the new count must be larger, "
                 f"got {total_partitions}"
             )
+        self._check_partition_limit(total_partitions - current)
         config = self.effective_config(topic)
-        return [self._create_partition(topic, p, config) for p in range(current, total_partitions)]
+        created = []
+        try:
+            for partition in range(current, total_partitions):
+                created.append(self._create_partition(topic, partition, config))
+        except Exception:  # all new partitions or none; the topic keeps its old ones
+            for log in created:
+                self._remove_partition((topic, log.partition))
+            self._remove_leftover_dirs(topic, range(current, total_partitions))
+            raise
+        return created
 
     def _create_partition(self, topic: str, partition: int, config: LogConfig) -> Log:
         log_dir = self.next_log_dir()
@@ -429,15 +475,19 @@ class LogManager:
             if t == topic:  # its files cannot be removed now; deleting half a topic is worse
                 self.get_log(t, partition)  # raises why it is offline
         for key in [k for k in self.logs if k[0] == topic]:
-            log = self.logs.pop(key)
-            log_dir = self._log_dir_of.pop(key)
-            log.close()
-            doomed = log_dir / delete_dir_name(topic, key[1], uuid.uuid4().hex)
-            os.replace(log.directory, doomed)
-            fsync_directory(log_dir)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self._remove_partition(key)
         del self.topics[topic]
         self._save_topic_configs()
+
+    def _remove_partition(self, key: TopicPartition) -> None:
+        """Close one partition's log and remove its directory (rename to ``-delete`` first)."""
+        log = self.logs.pop(key)
+        log_dir = self._log_dir_of.pop(key)
+        log.close()
+        doomed = log_dir / delete_dir_name(key[0], key[1], uuid.uuid4().hex)
+        os.replace(log.directory, doomed)
+        fsync_directory(log_dir)
+        shutil.rmtree(doomed, ignore_errors=True)
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -462,7 +512,8 @@ class LogManager:
                     offsets.update(_offsets(of, value))
                     write_offset_checkpoint(log_dir / name, offsets)
             except OSError as exc:
-                self._take_offline(log_dir, str(exc))
+                with contextlib.suppress(OSError):  # out of resources: the next round retries
+                    self._io_failed(log_dir, exc, "writing checkpoints")
 
     def flush_all(self) -> None:
         for log in self.logs.values():
@@ -509,9 +560,17 @@ class LogManager:
             try:
                 write_atomically(log_dir / TOPIC_CONFIGS, encoded)
             except OSError as exc:
-                self._take_offline(log_dir, str(exc))
+                self._io_failed(log_dir, exc, f"writing {TOPIC_CONFIGS}")
 
     # -- failures --------------------------------------------------------------------------
+
+    def _io_failed(self, log_dir: Path, error: OSError, doing: str) -> None:
+        """A disk error takes ``log_dir`` offline; running out of descriptors or memory is
+        logged and re-raised, for the caller to fail (and undo) the one operation."""
+        if is_resource_exhaustion(error):
+            logger.error("out of resources %s in %s: %s", doing, log_dir, error)
+            raise error
+        self._take_offline(log_dir, str(error))
 
     def _take_offline(self, log_dir: Path, reason: str) -> None:
         """Stop using ``log_dir``: its partitions become unavailable; the rest keep working."""

@@ -1,0 +1,96 @@
+"""Issue 14, finding 7: running out of file descriptors fails the one request and rolls back
+what it half-created; it never takes a log dir offline. ``max.broker.partitions`` refuses a
+request for more partitions than the broker should open before any I/O."""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Callable
+from pathlib import Path
+
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from tests.broker.wire import Wire, batch, fetch_all
+from tests.broker_process import BrokerProcess
+
+LOW_FD_LIMIT = {resource.RLIMIT_NOFILE: (160, 160)}  # room for a few dozen partitions
+
+
+def create_partitions(wire: Wire, topic: str, count: int) -> m.CreatePartitionsTopicResult:
+    response = wire.call(
+        m.CreatePartitionsRequest(
+            correlation_id=0, topics=[m.CreatePartitionsTopic(name=topic, count=count)]
+        )
+    )
+    (result,) = response.results
+    return result
+
+
+def partition_dirs(broker: BrokerProcess) -> list[str]:
+    return sorted(p.name for root in broker.log_dirs for p in Path(root).iterdir() if p.is_dir())
+
+
+def assert_dir_online(broker: BrokerProcess, wire: Wire) -> None:
+    """The log dir still serves: no offline line, DescribeLogDirs clean, a produce lands."""
+    assert not [e for e in broker.lines if "offline" in e.get("event", "")]
+    response = wire.call(m.DescribeLogDirsRequest(correlation_id=0, topics=None))
+    assert [r.error_code for r in response.results] == [0]
+    assert wire.produce("existing", 0, batch(1), m.ACKS_ALL).error_code == 0
+
+
+def test_create_partitions_to_int32_max_is_refused_before_any_io(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("existing")
+        before = partition_dirs(broker)
+        result = create_partitions(wire, "existing", 2**31 - 1)
+        assert result.error_code == ErrorCode.INVALID_PARTITIONS
+        assert "max.broker.partitions=10000" in result.error_message
+        assert partition_dirs(broker) == before
+        (topic,) = wire.metadata(["existing"]).topics
+        assert len(topic.partitions) == 1
+        assert_dir_online(broker, wire)
+
+
+def test_out_of_descriptors_in_create_partitions_rolls_back(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(rlimits=LOW_FD_LIMIT)
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("existing")
+        before = partition_dirs(broker)
+        result = create_partitions(wire, "existing", 500)  # under the limit, over the fds
+        assert result.error_code != 0
+        assert "Too many open files" in result.error_message, result
+        assert partition_dirs(broker) == before  # every half-made partition removed
+        (topic,) = wire.metadata(["existing"]).topics
+        assert len(topic.partitions) == 1
+        assert_dir_online(broker, wire)
+        assert create_partitions(wire, "existing", 3).error_code == 0  # descriptors are back
+        assert len(fetch_all(wire, "existing")) == 1
+
+
+def test_metadata_auto_creating_500_topics_out_of_descriptors(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(rlimits=LOW_FD_LIMIT, overrides=["num.partitions=2"])
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("existing")
+        names = [f"auto-{i}" for i in range(500)]
+        response = wire.metadata(names)
+        created = [t.name for t in response.topics if t.error_code == 0]
+        assert 0 < len(created) < 500
+        assert all(len(t.partitions) == 2 for t in response.topics if t.error_code == 0)
+        failures = broker.wait_for_events("topic auto-creation failed")
+        assert len(failures) == 1 and failures[0]["skipped_topics"] > 0, failures
+        on_disk = {d.rsplit("-", 1)[0] for d in partition_dirs(broker)}
+        assert on_disk == {"existing", *created}  # no half-created topic left behind
+        assert_dir_online(broker, wire)
+    assert broker.stop() == 0
+    broker.start()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        listed = wire.metadata(None).topics
+        assert sorted(t.name for t in listed) == sorted(["existing", *created])
+        assert wire.produce(created[0], 1, batch(1), m.ACKS_ALL).error_code == 0
