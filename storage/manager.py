@@ -393,16 +393,27 @@ class LogManager:
             )
 
     def _abandon_topic(self, topic: str, partitions: int) -> None:
-        """Undo a topic creation that failed part-way (best effort: errors are logged).
-
-        Deleting the partitions made so far frees their file descriptors first, so the
-        directory of the one that failed can then be removed too."""
-        try:
-            self.delete_topic(topic)
-        except (StorageError, OSError) as exc:
-            logger.error("could not remove the partly created topic %s: %s", topic, exc)
-            return
+        """Undo a topic creation that failed part-way (best effort: errors are logged)."""
+        for key in [k for k in self.logs if k[0] == topic]:
+            self._discard_new_partition(key)
         self._remove_leftover_dirs(topic, range(partitions))
+        del self.topics[topic]
+        try:
+            self._save_topic_configs()
+        except OSError as exc:  # the next start forgets a topic without partitions anyway
+            logger.error("could not forget the partly created topic %s: %s", topic, exc)
+
+    def _discard_new_partition(self, key: TopicPartition) -> None:
+        """Drop a partition this request created, without trimming its indexes: out of
+        descriptors, a trim (which reopens the file) would fail, and the files go anyway.
+        Unmapping and closing first frees what the removal needs."""
+        log = self.logs.pop(key)
+        self._log_dir_of.pop(key)
+        for segment in log.segments:
+            segment.offset_index.delete()
+            segment.time_index.delete()
+            segment.file.close()
+        _remove_flat_dir(log.directory)
 
     def _remove_leftover_dirs(self, topic: str, partitions: range) -> None:
         """Remove the directories a failed creation made but never opened as a log."""
@@ -410,7 +421,7 @@ class LogManager:
             for partition in partitions:
                 leftover = log_dir / f"{topic}-{partition}"
                 if (topic, partition) not in self.logs and leftover.exists():
-                    shutil.rmtree(leftover, ignore_errors=True)
+                    _remove_flat_dir(leftover)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
         """CreatePartitions: grow ``topic`` to ``total_partitions``."""
@@ -430,7 +441,7 @@ class LogManager:
                 created.append(self._create_partition(topic, partition, config))
         except Exception:  # all new partitions or none; the topic keeps its old ones
             for log in created:
-                self._remove_partition((topic, log.partition))
+                self._discard_new_partition((topic, log.partition))
             self._remove_leftover_dirs(topic, range(current, total_partitions))
             raise
         return created
@@ -596,6 +607,17 @@ class LogManager:
 
     def log_dir_of(self, topic: str, partition: int) -> Path:
         return self._log_dir_of[(topic, partition)]
+
+
+def _remove_flat_dir(path: Path) -> None:
+    """Remove a partition directory (no subdirectories) using one descriptor at most, for a
+    rollback that runs out of them (``shutil.rmtree`` holds two); errors are logged."""
+    try:
+        for name in os.listdir(path):
+            (path / name).unlink(missing_ok=True)
+        path.rmdir()
+    except OSError as exc:
+        logger.error("could not remove %s: %s", path, exc)
 
 
 def _offsets(logs: Iterable[Log], value: Callable[[Log], int]) -> dict[TopicPartition, int]:

@@ -94,3 +94,31 @@ def test_metadata_auto_creating_500_topics_out_of_descriptors(
         listed = wire.metadata(None).topics
         assert sorted(t.name for t in listed) == sorted(["existing", *created])
         assert wire.produce(created[0], 1, batch(1), m.ACKS_ALL).error_code == 0
+
+
+def open_descriptors(broker: BrokerProcess) -> list[str]:
+    assert broker.process is not None
+    fd_dir = Path(f"/proc/{broker.process.pid}/fd")
+    targets = []
+    for fd in fd_dir.iterdir():
+        try:
+            targets.append(str(fd.readlink()))
+        except FileNotFoundError:  # closed while listing
+            continue
+    return targets
+
+
+def test_each_partition_holds_one_descriptor(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """Indexes are mapped without keeping a descriptor: a partition costs its ``.log`` only."""
+    broker = broker_factory()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        before = len(open_descriptors(broker))
+        wire.create_topic("many", partitions=100)
+        for partition in range(100):
+            wire.produce("many", partition, batch(3))
+        targets = open_descriptors(broker)
+        assert not [t for t in targets if t.endswith((".index", ".timeindex"))]
+        assert len(targets) - before <= 100 + 2, targets
+        assert [r.offset for r in fetch_all(wire, "many", 99)] == [0, 1, 2]  # indexes work
