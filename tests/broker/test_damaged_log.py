@@ -106,3 +106,27 @@ def test_damage_in_an_earlier_segment_keeps_the_later_acknowledged_records(
         assert wire.produce("orders", 0, batch(1), m.ACKS_ALL).base_offset == acked[-1] + 4
     assert broker.stop() == 0
     assert repair_log(str(directory)).returncode == 0  # nothing left to repair
+
+
+def test_a_torn_tail_of_the_last_segment_is_still_cut_automatically(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    broker = broker_factory(overrides=OVERRIDES)
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("orders")
+        for i in range(30):
+            wire.produce("orders", 0, batch(4, tag=f"r{i}-", value_bytes=40), m.ACKS_ALL)
+    broker.kill()
+    last = sorted((broker.log_dirs[0] / "orders-0").glob("*.log"))[-1]
+    size = last.stat().st_size
+    with open(last, "ab") as f:  # half a batch: what a write cut short by the crash leaves
+        f.write(batch(4, value_bytes=40)[:57])
+    since = len(broker.lines)
+    broker.start()
+    truncated = [e["event"] for e in broker.lines[since:] if "truncated" in e.get("event", "")]
+    assert len(truncated) == 1, truncated
+    assert f"truncated 57 bytes at position {size} of {last} (a torn tail)" in truncated[0]
+    assert last.stat().st_size == size
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        assert len(fetch_all(wire, "orders")) == 120
+        assert wire.produce("orders", 0, batch(1), m.ACKS_ALL).base_offset == 120
