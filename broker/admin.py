@@ -147,6 +147,7 @@ class AdminApi:
                     if topic.name in self.ctx.manager.topics:
                         result.error_code = ErrorCode.TOPIC_ALREADY_EXISTS
                     self.ctx.manager.default_config.with_overrides(topic.configs)
+                    self.ctx.manager.check_partition_limit(partitions)
                 else:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(
@@ -197,7 +198,13 @@ class AdminApi:
                     f"Topic currently has {current} partitions, which is higher than or equal "
                     f"to the requested {topic.count}."
                 )
-            elif not req.validate_only:
+            elif req.validate_only:
+                try:
+                    manager.check_partition_limit(topic.count - current)
+                except StorageError as exc:
+                    result.error_code = error_code_for(exc)
+                    result.error_message = str(exc)
+            else:
                 try:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(

@@ -375,7 +375,7 @@ class LogManager:
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
-        self._check_partition_limit(partitions)
+        self.check_partition_limit(partitions)
         self.topics[topic] = TopicMetadata(new_uuid(), configs)
         try:
             self._save_topic_configs()
@@ -384,7 +384,8 @@ class LogManager:
             self._abandon_topic(topic, partitions)  # all partitions or none
             raise
 
-    def _check_partition_limit(self, new_partitions: int) -> None:
+    def check_partition_limit(self, new_partitions: int) -> None:
+        """Raise :class:`PartitionLimitError` if ``new_partitions`` more would pass the limit."""
         existing = len(self.logs) + len(self.offline_partitions)
         if existing + new_partitions > self.max_partitions:
             raise PartitionLimitError(
@@ -433,7 +434,7 @@ class LogManager:
                 f"topic {topic} has {current} partitions; the new count must be larger, "
                 f"got {total_partitions}"
             )
-        self._check_partition_limit(total_partitions - current)
+        self.check_partition_limit(total_partitions - current)
         config = self.effective_config(topic)
         created = []
         try:

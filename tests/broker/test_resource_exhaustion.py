@@ -51,6 +51,16 @@ def test_create_partitions_to_int32_max_is_refused_before_any_io(
         assert partition_dirs(broker) == before
         (topic,) = wire.metadata(["existing"]).topics
         assert len(topic.partitions) == 1
+        for validate_only in (True, False):
+            response = wire.call(
+                m.CreateTopicsRequest(
+                    correlation_id=0,
+                    topics=[m.CreatableTopic(name="huge", num_partitions=2**31 - 1)],
+                    validate_only=validate_only,
+                )
+            )
+            assert response.topics[0].error_code == ErrorCode.INVALID_PARTITIONS
+        assert partition_dirs(broker) == before
         assert_dir_online(broker, wire)
 
 
