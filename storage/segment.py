@@ -14,8 +14,9 @@ Invariants:
    the last one; time index entries only when the max timestamp grows.
 
 Derived: both indexes, ``max_timestamp``. After an unclean shutdown they are rebuilt by
-:meth:`LogSegment.recover`, which re-validates every entry and truncates at the first invalid
-byte.
+:meth:`LogSegment.recover`, which re-validates every entry and reports the first invalid byte;
+the loader decides whether the bytes from there on are a torn tail to cut
+(:meth:`LogSegment.drop_invalid_tail`) or damage to leave in place (:mod:`.loader`).
 
 Crash safety:
 1. ``append`` writes with ``pwritev`` at ``size_bytes`` and only then publishes the new size.
