@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 from odradek.storage.checkpoints import DirLock, LockError
+from odradek.storage.meta_properties import META_PROPERTIES
 from odradek.storage.repair import (
     SegmentReport,
     damaged_copy_path,
     inspect_partition,
     repair_partition,
 )
+from odradek.storage.topics import parse_partition_dir
 
 DESCRIPTION = """\
 A partition whose log is damaged anywhere but in a torn tail of its last segment stays offline
@@ -74,8 +76,9 @@ def _describe(report: SegmentReport) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     directory: Path = args.directory.absolute()
-    if not directory.is_dir():
-        print(f"odradek repair-log: {directory} is not a directory", file=sys.stderr)
+    in_a_log_dir = (directory.parent / META_PROPERTIES).is_file()
+    if not directory.is_dir() or parse_partition_dir(directory.name) is None or not in_a_log_dir:
+        print(f"odradek repair-log: {directory} is not a partition directory", file=sys.stderr)
         return 2
     try:
         lock = DirLock.acquire(directory.parent)

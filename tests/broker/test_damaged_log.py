@@ -82,6 +82,7 @@ def test_damage_in_an_earlier_segment_keeps_the_later_acknowledged_records(
         assert len(fetch_all(wire, "other")) == 3
     assert logs_of(directory) == damaged_logs  # every .log as it was, nothing deleted
 
+    assert repair_log(str(broker.log_dirs[0])).returncode == 2  # a root, not a partition
     locked = repair_log(str(directory))  # the broker owns the dir: refused
     assert locked.returncode == 2 and "lock" in locked.stderr, locked
     assert broker.stop() == 0
