@@ -28,8 +28,9 @@ lost records, so recovery only drops bytes a crash can have torn:
   point (no fsync covered it, so no ``acks=all`` produce was acknowledged for it), and it is
   one a cut-short write can leave: incomplete, an implausible size or a bad checksum.
 - **Damage**, anything else: an invalid entry in an earlier segment, below the recovery point
-  (fsynced bytes do not tear), or with a good checksum but offsets out of order or outside the
-  segment (no torn write makes a valid checksum). :func:`load_segments` raises
+  (fsynced bytes do not tear), or a complete batch whose checksum matches but which fails
+  another check (offsets out of order or outside the segment, an unknown codec...): it was
+  written whole, so no torn write made it. :func:`load_segments` raises
   :class:`LogCorruptedError` naming the file and position, with every ``.log`` left as it is;
   the manager keeps that one partition offline and ``odradek repair-log`` repairs it on request.
 

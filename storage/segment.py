@@ -42,8 +42,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from crc32c import crc32c
+
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import Record, decode_records
+from odradek.protocol.records import (
+    CRC_START,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    Record,
+    decode_records,
+    parse_batch_header,
+)
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
@@ -295,6 +305,9 @@ class LogSegment:
         ):
             if isinstance(entry, InvalidEntry):
                 reason = entry.reason
+                torn_write_possible = not _checksum_intact(
+                    self.file.fileno(), entry.position, self.size_bytes
+                )
                 break
             reason = offsets_problem(entry, self.base_offset, previous_last)
             if reason is not None:
@@ -432,6 +445,19 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
+
+
+def _checksum_intact(fd: int, position: int, end: int) -> bool:
+    """Whether a complete v2 batch with a matching CRC-32C starts at ``position``. Such an
+    entry is no torn write: if it fails another check, the log is damaged, not torn."""
+    head = os.pread(fd, HEADER_SIZE, position)
+    if len(head) < HEADER_SIZE or head[MAGIC_OFFSET] != MAGIC_V2:
+        return False
+    header = parse_batch_header(head)
+    if not HEADER_SIZE <= header.size_bytes <= end - position:
+        return False
+    data = os.pread(fd, header.size_bytes, position)
+    return crc32c(memoryview(data)[CRC_START:]) == header.crc
 
 
 def _decode_entry(data: bytes, magic: int) -> list[Record]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import parse_batch_header
-from tests.broker.wire import Wire, batch, fetch_all
+from odradek.protocol.records import decode_records, parse_batch_header, recompute_crc
+from tests.broker.wire import Wire, batch, fetch_all, split_batches
 from tests.broker_process import REPO, BrokerProcess
 
 OVERRIDES = [
@@ -131,3 +131,45 @@ def test_a_torn_tail_of_the_last_segment_is_still_cut_automatically(
     with Wire(broker.port) as wire:  # type: ignore[arg-type]
         assert len(fetch_all(wire, "orders")) == 120
         assert wire.produce("orders", 0, batch(1), m.ACKS_ALL).base_offset == 120
+
+
+def lying_batch() -> bytes:
+    """One record whose header claims 2**31 - 1 (recordCount and lastOffsetDelta agree, the
+    CRC is valid): the issue's crafted Produce."""
+    data = bytearray(batch(1))
+    data[23:27] = (2**31 - 2).to_bytes(4, "big")  # lastOffsetDelta
+    data[57:61] = (2**31 - 1).to_bytes(4, "big")  # recordCount
+    recompute_crc(data)
+    return bytes(data)
+
+
+def test_a_lying_batch_never_costs_a_later_acknowledged_record(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """The issue's scenario: two lying batches, another client's acks=all record after them,
+    SIGKILL. Whether the produce path refuses the lies or stores them, the victim's record is
+    never deleted and the high watermark never goes backwards; if recovery finds damage, the
+    partition waits offline for repair-log and then serves the victim."""
+    broker = broker_factory(overrides=OVERRIDES)
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("orders")
+        assert wire.produce("orders", 0, batch(1, tag="first"), m.ACKS_ALL).error_code == 0
+        for _ in range(2):
+            wire.produce("orders", 0, lying_batch(), m.ACKS_ALL)
+        victim = wire.produce("orders", 0, batch(1, tag="victim"), m.ACKS_ALL)
+        assert victim.error_code == 0
+    broker.kill()
+    directory = broker.log_dirs[0] / "orders-0"
+    broker.start()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        fetched, _ = wire.fetch("orders", 0, 0)
+    if fetched.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+        assert broker.stop() == 0
+        assert repair_log(str(directory), "--drop-damaged").returncode == 0
+        broker.start()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        records = fetch_all(wire, "orders", start=victim.base_offset)
+        assert [(r.offset, r.value) for r in records] == [(victim.base_offset, b"victim0")]
+        assert wire.fetch("orders", 0, 0)[0].high_watermark == victim.base_offset + 1
+        _, tail = wire.fetch("orders", 0, 0, partition_max_bytes=1)
+        assert decode_records(split_batches(tail)[0])[0].value == b"first0"

@@ -17,7 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import CorruptRecordError, encode_batch, validate_batch
+from odradek.protocol.records import (
+    CorruptRecordError,
+    encode_batch,
+    recompute_crc,
+    validate_batch,
+)
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import LogCorruptedError
 from odradek.storage.loader import load_segments
@@ -275,6 +280,23 @@ def test_damage_below_the_recovery_point_of_the_last_segment_is_not_a_torn_tail(
     with pytest.raises(LogCorruptedError, match="below the recovery point 22"):
         open_log(log_dir, CFG, recovery_point=22)
     assert (log_dir / name(16)).stat().st_size == batches[-1].position + batches[-1].size
+
+
+def test_a_valid_checksum_failing_another_check_is_damage(log_dir: Path) -> None:
+    """A batch whose CRC matches was written whole: if a later check (here an unknown codec)
+    fails, that is damage, not a torn tail, even at the end of the last segment."""
+    log = build(log_dir, 2)
+    tail = log.active_segment.size_bytes
+    crash(log)
+    bad = bytearray(batch(1))
+    bad[22] |= 0x07  # attributes: compression codec 7, which does not exist
+    recompute_crc(bad)
+    with open(log_dir / name(0), "ab") as f:
+        f.write(bad)
+    with pytest.raises(LogCorruptedError, match="codec") as raised:
+        open_log(log_dir, CFG, recovery_point=4)
+    assert raised.value.position == tail
+    assert (log_dir / name(0)).stat().st_size == tail + len(bad)
 
 
 def test_a_valid_checksum_with_offsets_outside_the_segment_is_damage(log_dir: Path) -> None:
