@@ -8,6 +8,8 @@ import resource
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from tests.broker.wire import Wire, batch, fetch_all
@@ -132,3 +134,28 @@ def test_each_partition_holds_one_descriptor(
         assert not [t for t in targets if t.endswith((".index", ".timeindex"))]
         assert len(targets) - before <= 100 + 2, targets
         assert [r.offset for r in fetch_all(wire, "many", 99)] == [0, 1, 2]  # indexes work
+
+
+def test_too_few_descriptors_at_start_up_is_one_clear_error(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """Out of descriptors while loading is the process's limit, not a failed disk: the start
+    fails naming the log dir and the cause; the dir is not marked offline or changed."""
+    broker = broker_factory()
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("wide", partitions=300)
+    assert broker.stop() == 0
+    cramped = BrokerProcess(broker.log_dirs, rlimits=LOW_FD_LIMIT)
+    with pytest.raises(RuntimeError):
+        cramped.start(timeout_s=20)
+    assert cramped.process is not None and cramped.process.wait(10) == 1
+    (failed,) = cramped.events("broker failed to start")
+    assert (
+        "out of file descriptors" in failed["error"] and str(broker.log_dirs[0]) in failed["error"]
+    )
+    assert not [e for e in cramped.lines if "offline" in e.get("event", "")]
+    assert not any("Traceback" in line for line in cramped.raw_lines)
+    broker.start()  # with enough descriptors, everything is there
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        (topic,) = wire.metadata(["wide"]).topics
+        assert len(topic.partitions) == 300
