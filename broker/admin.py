@@ -22,7 +22,12 @@ from odradek.broker.errors import error_code_for
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import CONFIG_KEYS
-from odradek.storage.errors import InvalidTopicError, StorageError
+from odradek.storage.errors import (
+    InvalidTopicError,
+    PartitionLimitError,
+    StorageError,
+    is_resource_exhaustion,
+)
 from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_name
 
 __all__ = ["AdminApi"]
@@ -70,8 +75,11 @@ class AdminApi:
         )
 
     async def _auto_create(self, names: list[str]) -> None:
+        """Create the missing topics one by one (each rolled back whole if it fails). Out of
+        descriptors or memory, or at ``max.broker.partitions``, the rest of the request is
+        skipped: one log line, and the skipped topics answer UNKNOWN_TOPIC_OR_PARTITION."""
         partitions = self.ctx.config.int("num.partitions")
-        for name in names:
+        for i, name in enumerate(names):
             if name in INTERNAL_TOPICS:
                 continue  # created by their coordinator, with their own configs
             try:
@@ -85,10 +93,18 @@ class AdminApi:
                             self.ctx.manager.create_topic, name, partitions
                         )
                         self.ctx.log.info("topic auto-created", topic=name, partitions=partitions)
-                    except StorageError as exc:
-                        self.ctx.log.warning(
-                            "topic auto-creation failed", topic=name, error=str(exc)
+                    except (StorageError, OSError) as exc:
+                        exhausted = isinstance(exc, PartitionLimitError) or (
+                            isinstance(exc, OSError) and is_resource_exhaustion(exc)
                         )
+                        self.ctx.log.warning(
+                            "topic auto-creation failed",
+                            topic=name,
+                            error=str(exc),
+                            skipped_topics=len(names) - i - 1 if exhausted else 0,
+                        )
+                        if exhausted:
+                            return
 
     def _partition_counts(self) -> Counter[str]:
         """Every topic's partition count (online and offline), in one pass over partitions."""
@@ -161,6 +177,7 @@ class AdminApi:
                     if topic.name in self.ctx.manager.topics:
                         result.error_code = ErrorCode.TOPIC_ALREADY_EXISTS
                     self.ctx.manager.default_config.with_overrides(topic.configs)
+                    self.ctx.manager.check_partition_limit(partitions)
                 else:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(
@@ -215,7 +232,13 @@ class AdminApi:
                     f"Topic currently has {current} partitions, which is higher than or equal "
                     f"to the requested {topic.count}."
                 )
-            elif not req.validate_only:
+            elif req.validate_only:
+                try:
+                    manager.check_partition_limit(topic.count - current)
+                except StorageError as exc:
+                    result.error_code = error_code_for(exc)
+                    result.error_message = str(exc)
+            else:
                 try:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(
@@ -223,7 +246,7 @@ class AdminApi:
                         )
                     if self.ctx.groups is not None:  # rebalance the groups subscribed to it
                         self.ctx.groups.partitions_added(topic.name)
-                except StorageError as exc:
+                except (StorageError, OSError) as exc:  # OSError: out of descriptors or memory
                     result.error_code = error_code_for(exc)
                     result.error_message = str(exc)
             results.append(result)

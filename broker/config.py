@@ -1,10 +1,21 @@
 """Broker configuration: Kafka's ``server.properties`` keys, embedded defaults, overrides.
 
-Precedence, lowest first: the embedded defaults below (Kafka's, except ``log.dirs`` and the
+Precedence, lowest first: the embedded defaults below (Kafka's, except ``log.dir`` and the
 listener), the properties file, ``ODRADEK_*`` environment variables (``ODRADEK_LOG_DIRS`` sets
 ``log.dirs``: upper case, dots to underscores, as Kafka's container images do), then
-``--override key=value``. An unknown key or a value of the wrong type is a
-:class:`ConfigError` naming the key, the value and where it came from.
+``--override key=value``. An unknown key in the file or an override, or a value of the wrong
+type anywhere, is a :class:`ConfigError` naming the key, the value and where it came from.
+
+An ``ODRADEK_*`` variable that maps to no key (``ODRADEK_HOME``, a wrapper script's own
+variable) is not meant for the broker: it is ignored and reported in
+:attr:`BrokerConfig.warnings`, as Kafka's container images skip what is not a broker key.
+
+Log directories, as Kafka: ``log.dirs`` (comma-separated) wins; when it is not set anywhere,
+the single ``log.dir`` is used (default ``/tmp/odradek-logs``). A value that names no
+directory (``log.dirs=`` from an unset variable) is an error, never a directory named ``None``.
+
+Cross-key rules are checked once every source is applied (``_check_together``):
+``group.min.session.timeout.ms`` <= ``group.max.session.timeout.ms``.
 
 Topic-level defaults (``log.segment.bytes`` → ``segment.bytes`` …) come from the keys each
 :class:`odradek.storage.config.ConfigKey` lists as its broker keys, so one table defines each
@@ -13,6 +24,7 @@ mapping.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,8 +84,26 @@ def _str(text: str) -> str:
     return text.strip()
 
 
+def _positive_float(text: str) -> float:
+    """A finite number above zero (a rate): ``nan``, ``inf`` and ``-1`` are refused."""
+    value = float(text.strip())
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError("must be a finite number above 0")
+    return value
+
+
 def _float(text: str) -> float:
-    return float(text.strip())
+    value = float(text.strip())
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def _dir_list(text: str) -> str:
+    """Comma-separated directories (Kafka's CSV list: blanks dropped); at least one."""
+    if not [p for p in text.split(",") if p.strip()]:
+        raise ValueError("names no directory")
+    return text.strip()
 
 
 # Broker keys: name -> (parser, default as text). Topic-level defaults are validated again by
@@ -82,9 +112,11 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "node.id": (_int(0, 2**31 - 1), "1"),
     "listeners": (Listener.parse, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (Listener.parse, None),
-    "log.dirs": (_str, "/tmp/odradek-logs"),
-    "log.dir": (_str, None),
+    "log.dirs": (_dir_list, None),
+    "log.dir": (_dir_list, "/tmp/odradek-logs"),
     "num.partitions": (_int(1, 2**31 - 1), "1"),
+    # KIP-578's name (not in a Kafka release): every partition holds descriptors and mappings.
+    "max.broker.partitions": (_int(1, 2**31 - 1), "10000"),
     "auto.create.topics.enable": (_bool, "true"),
     "delete.topic.enable": (_bool, "true"),
     "message.max.bytes": (_int(0, 2**31 - 1), "1048588"),
@@ -114,7 +146,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "log.cleaner.threads": (_int(1, 64), "1"),
     "log.cleaner.backoff.ms": (_int(0), "15000"),
     "log.cleaner.dedupe.buffer.size": (_int(0), "134217728"),
-    "log.cleaner.io.max.bytes.per.second": (_float, "1.7976931348623157E308"),
+    "log.cleaner.io.max.bytes.per.second": (_positive_float, "1.7976931348623157E308"),
     "log.cleaner.min.cleanable.ratio": (_float, "0.5"),
     "log.cleaner.delete.retention.ms": (_int(0), "86400000"),
     "log.cleaner.min.compaction.lag.ms": (_int(0), "0"),
@@ -135,6 +167,7 @@ class BrokerConfig:
 
     values: Mapping[str, object]
     sources: Mapping[str, str] = field(default_factory=dict)  # key -> where it was set
+    warnings: Sequence[str] = ()  # what was ignored (unknown ODRADEK_* variables), to log
 
     def __getitem__(self, key: str) -> object:
         return self.values[key]
@@ -154,7 +187,9 @@ class BrokerConfig:
 
     @property
     def log_dirs(self) -> list[Path]:
-        raw = self.values.get("log.dirs") or self.values.get("log.dir")
+        raw = self.values.get("log.dirs")
+        if raw is None:  # Kafka: log.dirs wins, log.dir is the fallback
+            raw = self.values["log.dir"]
         return [Path(p.strip()) for p in str(raw).split(",") if p.strip()]
 
     def int(self, key: str) -> int:
@@ -244,17 +279,31 @@ def load_config(
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
         _apply(typed, sources, parse_properties(text, str(path)), str(path))
     env = os.environ if environ is None else environ
-    for name, value in env.items():
+    warnings = []
+    for name, value in sorted(env.items()):
         if name.startswith(ENV_PREFIX) and name != ENV_PREFIX:
             key = name[len(ENV_PREFIX) :].lower().replace("_", ".")
+            if key not in BROKER_KEYS:
+                warnings.append(f"ignoring environment variable {name}: {key!r} is no broker key")
+                continue
             _apply(typed, sources, {key: value}, f"environment variable {name}")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--override expects key=value, got {item!r}")
         _apply(typed, sources, {key.strip(): value}, "--override")
-    config = BrokerConfig(typed, sources)
+    config = BrokerConfig(typed, sources, tuple(warnings))
     config.log_config()  # validate the topic defaults now, naming the key
-    if not config.log_dirs:
-        raise ConfigError("log.dirs names no directory")
+    _check_together(config)
     return config
+
+
+def _check_together(config: BrokerConfig) -> None:
+    """Rules that span keys, each error naming both keys, their values and sources."""
+    low, high = "group.min.session.timeout.ms", "group.max.session.timeout.ms"
+    if config.int(low) > config.int(high):
+
+        def where(key: str) -> str:
+            return f"{key}={config[key]} (from {config.sources.get(key, EMBEDDED_DEFAULTS)})"
+
+        raise ConfigError(f"{where(low)} is above {where(high)}: no session timeout would fit")

@@ -8,8 +8,10 @@ from odradek.protocol.records import CorruptRecordError
 from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
+    LogCorruptedError,
     LogDirOfflineError,
     OffsetOutOfRangeError,
+    PartitionLimitError,
     RecordTooLargeError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -27,6 +29,8 @@ _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (TopicExistsError, ErrorCode.TOPIC_ALREADY_EXISTS),
     (InvalidConfigError, ErrorCode.INVALID_CONFIG),
     (LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (LogCorruptedError, ErrorCode.KAFKA_STORAGE_ERROR),
+    (PartitionLimitError, ErrorCode.INVALID_PARTITIONS),
     (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
 )
 

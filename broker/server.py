@@ -38,6 +38,7 @@ from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.logs import get_logger
 from odradek.broker.net import close_socket, listen
+from odradek.storage.errors import StorageError
 from odradek.storage.manager import LogManager
 
 __all__ = ["Server", "run_server"]
@@ -56,7 +57,11 @@ class Server:
         self.log = get_logger("odradek.broker")
         self.shutdown_grace_s = shutdown_grace_s
         self.manager = LogManager(
-            config.log_dirs, config.log_config(), node_id=config.node_id, clock_ms=wall_clock_ms
+            config.log_dirs,
+            config.log_config(),
+            node_id=config.node_id,
+            clock_ms=wall_clock_ms,
+            max_partitions=config.int("max.broker.partitions"),
         )
         self.connections: set[Connection] = set()
         self.listener: Listener | None = None  # the bound address, once listening
@@ -247,8 +252,27 @@ def run_server(config: BrokerConfig, *, backend: str = "asyncio") -> None:
             options["use_uvloop"] = True
         except ImportError:
             pass
-    anyio.run(
-        functools.partial(server.run, handle_signals=True),
-        backend=backend,
-        backend_options=options,
-    )
+    try:
+        anyio.run(
+            functools.partial(server.run, handle_signals=True),
+            backend=backend,
+            backend_options=options,
+        )
+    except BaseExceptionGroup as group:  # task groups wrap a start-up failure: unwrap it
+        sole = _sole_exception(group)
+        if isinstance(sole, StorageError):
+            raise sole from None
+        raise
+
+
+def _sole_exception(group: BaseExceptionGroup) -> BaseException | None:
+    """The one exception inside nested groups, or None if there are several."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 else None

@@ -10,6 +10,8 @@
 | RecordTooLargeError            | MESSAGE_TOO_LARGE (10)         |
 | InvalidConfigError             | INVALID_CONFIG (40)            |
 | LogDirOfflineError             | KAFKA_STORAGE_ERROR (56)       |
+| LogCorruptedError              | KAFKA_STORAGE_ERROR (56)       |
+| PartitionLimitError            | INVALID_PARTITIONS (37)        |
 | protocol CorruptRecordError    | CORRUPT_MESSAGE (2)            |
 """
 
@@ -21,8 +23,10 @@ from pathlib import Path
 __all__ = [
     "InvalidConfigError",
     "InvalidTopicError",
+    "LogCorruptedError",
     "LogDirOfflineError",
     "OffsetOutOfRangeError",
+    "PartitionLimitError",
     "RecordTooLargeError",
     "SegmentClosedError",
     "StorageError",
@@ -70,12 +74,32 @@ class InvalidConfigError(StorageError):
     pass
 
 
+class PartitionLimitError(StorageError):
+    """Creating the partitions asked for would pass ``max.broker.partitions``; nothing was
+    created."""
+
+
 class LogDirOfflineError(StorageError):
     """A ``log.dirs`` root that failed (missing, unwritable, I/O error) and was taken offline."""
 
     def __init__(self, log_dir: Path, reason: str) -> None:
         super().__init__(f"log dir {log_dir} is offline: {reason}")
         self.log_dir = log_dir
+        self.reason = reason
+
+
+class LogCorruptedError(StorageError):
+    """A partition whose log is damaged where no crash could have torn it (see
+    :mod:`odradek.storage.loader`): it stays offline, every file in place, until an operator
+    runs ``odradek repair-log`` on its directory and restarts the broker."""
+
+    def __init__(self, log_file: Path, position: int, reason: str) -> None:
+        super().__init__(
+            f"{log_file} is damaged at byte {position}: {reason}; the partition is offline, "
+            f"its files untouched (see `odradek repair-log {log_file.parent}`)"
+        )
+        self.log_file = log_file
+        self.position = position
         self.reason = reason
 
 

@@ -25,7 +25,6 @@ reports (:class:`CorruptIndexError`) so that the log rebuilds it.
 
 from __future__ import annotations
 
-import mmap
 import struct
 
 from odradek.storage.mapped_index import (
@@ -35,6 +34,7 @@ from odradek.storage.mapped_index import (
     IndexFullError,
     MappedIndex,
 )
+from odradek.storage.mapping import MappedBytes
 
 __all__ = [
     "DEFAULT_MAX_INDEX_BYTES",
@@ -58,7 +58,7 @@ class OffsetIndex(MappedIndex):
     _REL_AT = 0
     _COLUMNS = (("offset", True), ("position", True))
 
-    def _parse(self, mm: mmap.mmap, slot: int) -> tuple[int, int]:
+    def _parse(self, mm: MappedBytes, slot: int) -> tuple[int, int]:
         relative, position = self.ENTRY.unpack_from(mm, slot * 8)
         return self._base_offset + relative, position
 
@@ -101,7 +101,7 @@ class TimeIndex(MappedIndex):
     _REL_AT = 8
     _COLUMNS = (("timestamp", True), ("offset", False))
 
-    def _parse(self, mm: mmap.mmap, slot: int) -> tuple[int, int]:
+    def _parse(self, mm: MappedBytes, slot: int) -> tuple[int, int]:
         timestamp, relative = self.ENTRY.unpack_from(mm, slot * 12)
         return timestamp, self._base_offset + relative
 

@@ -15,11 +15,27 @@ Files a crash can leave behind and what happens to them, in order:
    range is exactly theirs: recovery yields the old segments or the new one, never a mix.
 4. Index files without a ``.log`` (orphans) are deleted; missing indexes are rebuilt.
 5. After an unclean shutdown, every segment from the one holding the recovery point onwards is
-   re-validated entry by entry (:meth:`LogSegment.recover`): the first invalid byte and everything
-   after it (later segments included) are dropped, and how much is logged. Segments below the
-   recovery point keep their data; their indexes are sanity-checked and rebuilt if wrong.
-   After a clean shutdown nothing is rescanned.
+   re-validated entry by entry (:meth:`LogSegment.recover`), and so is any segment whose
+   indexes are missing. Segments below the recovery point keep their data; their indexes are
+   sanity-checked and rebuilt if wrong. After a clean shutdown nothing is rescanned.
 6. An empty directory gets one empty segment at the log start offset.
+
+Torn tail or damage (rule 5 found an invalid byte). On one node there is no replica to refill
+lost records, so recovery only drops bytes a crash can have torn:
+
+- **Torn tail**, truncated automatically (a warning names the file, position, byte count and
+  reason): the invalid entry is in the *last* segment, it starts at or above the recovery
+  point (no fsync covered it, so no ``acks=all`` produce was acknowledged for it), and it is
+  one a cut-short write can leave: incomplete, an implausible size or a bad checksum.
+- **Damage**, anything else: an invalid entry in an earlier segment, below the recovery point
+  (fsynced bytes do not tear), or a complete batch whose checksum matches but which fails
+  another check (offsets out of order or outside the segment, an unknown codec...): it was
+  written whole, so no torn write made it. :func:`load_segments` raises
+  :class:`LogCorruptedError` naming the file and position, with every ``.log`` left as it is;
+  the manager keeps that one partition offline and ``odradek repair-log`` repairs it on request.
+
+Power loss right after a roll can tear the tail of the segment that rolled (its fsync was
+queued); that is reported as damage too, since bit rot looks the same, and needs the repair.
 """
 
 from __future__ import annotations
@@ -30,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odradek.storage.config import LogConfig
+from odradek.storage.errors import LogCorruptedError
 from odradek.storage.index import CorruptIndexError
 from odradek.storage.scan import scan_entries
 from odradek.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
@@ -120,6 +137,43 @@ def _remove_temp_files_and_complete_swaps(directory: Path) -> None:
         os.replace(directory / name, directory / live)
 
 
+def _recover_segment(segment: LogSegment, *, last: bool, recovery_point: int) -> int:
+    """Re-validate ``segment``: truncate a torn tail (returns the bytes dropped), raise
+    :class:`LogCorruptedError` for damage (the module docstring's rule), leaving the ``.log``."""
+    # No max.message.bytes cap, as in Kafka: it may have been lowered since the entries were
+    # written, and an entry running past the end of the file is caught anyway.
+    result = segment.recover(truncate=False)
+    if not result.truncated_bytes:
+        return 0
+    assert result.reason is not None
+    if not last:
+        why = "a segment other than the last"
+    elif result.next_offset < recovery_point:
+        why = f"offsets below the recovery point {recovery_point}, which were fsynced"
+    elif not result.torn_write_possible:
+        why = "an entry with a valid checksum, which no torn write produces"
+    else:
+        segment.drop_invalid_tail(result)
+        logger.warning(
+            "recovery truncated %d bytes at position %d of %s (a torn tail): %s",
+            result.truncated_bytes,
+            result.valid_bytes,
+            segment.log_path,
+            result.reason,
+        )
+        return result.truncated_bytes
+    logger.error(
+        "damaged log %s at byte %d (%d bytes from there on): %s, in %s; partition offline, "
+        "files untouched",
+        segment.log_path,
+        result.valid_bytes,
+        result.truncated_bytes,
+        result.reason,
+        why,
+    )
+    raise LogCorruptedError(segment.log_path, result.valid_bytes, f"{result.reason} ({why})")
+
+
 def load_segments(
     directory: Path,
     config: LogConfig,
@@ -153,49 +207,34 @@ def load_segments(
             recover_from = i
     segments: list[LogSegment] = []
     truncated_total = 0
-    for i, base in enumerate(log_bases):
-        active = i == len(log_bases) - 1
-        unflushed = not clean_shutdown and i >= recover_from
-        needs_recovery = unflushed or indexes_missing(base)
-        segment = LogSegment(
-            directory,
-            base,
-            index_interval_bytes=config.index_interval_bytes,
-            max_index_bytes=config.segment_index_bytes,
-            writable=active or needs_recovery or not clean_shutdown,
-        )
-        segments.append(segment)
-        if not needs_recovery and not clean_shutdown:
-            try:
-                segment.offset_index.sanity_check()
-                segment.time_index.sanity_check()
-            except CorruptIndexError as exc:
-                logger.warning("rebuilding indexes of %s: %s", segment.log_path, exc)
-                needs_recovery = True
-        if needs_recovery:
-            # No max.message.bytes cap, as in Kafka: it may have been lowered since the entries
-            # were written, and an entry running past the end of the file is caught anyway.
-            result = segment.recover()
-            if result.truncated_bytes:
-                truncated_total += result.truncated_bytes
-                logger.warning(
-                    "recovery truncated %d bytes at position %d of %s: %s",
-                    result.truncated_bytes,
-                    result.valid_bytes,
-                    segment.log_path,
-                    result.reason,
+    try:
+        for i, base in enumerate(log_bases):
+            last = i == len(log_bases) - 1
+            unflushed = not clean_shutdown and i >= recover_from
+            needs_recovery = unflushed or indexes_missing(base)
+            segment = LogSegment(
+                directory,
+                base,
+                index_interval_bytes=config.index_interval_bytes,
+                max_index_bytes=config.segment_index_bytes,
+                writable=last or needs_recovery or not clean_shutdown,
+            )
+            segments.append(segment)
+            if not needs_recovery and not clean_shutdown:
+                try:
+                    segment.offset_index.sanity_check()
+                    segment.time_index.sanity_check()
+                except CorruptIndexError as exc:
+                    logger.warning("rebuilding indexes of %s: %s", segment.log_path, exc)
+                    needs_recovery = True
+            if needs_recovery:
+                truncated_total += _recover_segment(
+                    segment, last=last, recovery_point=recovery_point
                 )
-                if unflushed:  # later unflushed segments cannot follow a torn one
-                    break
-    # A torn unflushed segment invalidates every later one: their offsets would not follow.
-    if len(segments) < len(log_bases):
-        for base in log_bases[len(segments) :]:
-            for suffix in _SEGMENT_SUFFIXES:
-                path = directory / f"{base:020d}{suffix}"
-                if path.exists():
-                    truncated_total += path.stat().st_size if suffix == LOG_SUFFIX else 0
-                    logger.warning("deleting %s: it follows a corrupt segment", path)
-                    path.unlink()
+    except BaseException:
+        for segment in segments:
+            segment.close()
+        raise
     for segment in segments[:-1]:
         if segment.offset_index.writable:  # rebuilt or reopened for checking: trim again
             segment.on_become_inactive()

@@ -24,7 +24,22 @@ the clean-shutdown marker, read the checkpoints, load each partition
 locked, I/O error) goes offline with its reason; the others keep working. Without any online root
 the start fails.
 
+A partition whose log is damaged (:class:`LogCorruptedError`, the loader's rule) stays offline
+alone: its files stay as they are, requests for it get the error, its checkpoint entries are
+written back unchanged, and its root gets no clean-shutdown marker, so the next start
+re-validates it again (after ``odradek repair-log``, or to find the damage again).
+
 A new partition goes to the online root holding the fewest partitions (ties: config order).
+At most ``max_partitions`` partitions exist (``max.broker.partitions``): each holds open
+descriptors and mappings, so a request that would pass the limit is refused before any I/O
+(:class:`PartitionLimitError`).
+
+Failures: an ``OSError`` from the disk (EIO, ENOSPC, EROFS...) takes its root offline. Running
+out of file descriptors or memory (EMFILE, ENFILE, ENOMEM: ``is_resource_exhaustion``) is the
+process's problem, not the disk's: it never takes a root offline. A topic creation or a
+CreatePartitions that hits it is undone (every partition it made is closed and removed) and
+the error goes to that one request; a checkpoint round skips the root and logs it; at
+start-up it is fatal, naming the root (the broker cannot serve partitions it cannot open).
 
 Crash safety: checkpoints are written atomically (:mod:`odradek.storage.atomic`); they only ever lag
 the truth, which recovery tolerates: a stale recovery point means more re-validation, a stale
@@ -55,7 +70,9 @@ from odradek.storage.checkpoints import (
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
     InvalidTopicError,
+    LogCorruptedError,
     LogDirOfflineError,
+    PartitionLimitError,
     StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -94,6 +111,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 TOPIC_CONFIGS = "topic-configs.json"
 
 TopicPartition = tuple[str, int]
+DEFAULT_MAX_PARTITIONS = 10_000  # max.broker.partitions
 
 
 class TopicMetadata:
@@ -116,6 +134,7 @@ class LogManager:
         *,
         node_id: int,
         clock_ms: Callable[[], int],
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
     ) -> None:
         if not log_dirs:
             raise StorageError("log.dirs names no directory")
@@ -123,12 +142,17 @@ class LogManager:
         self.default_config = default_config
         self.node_id = node_id
         self.clock_ms = clock_ms
+        self.max_partitions = max_partitions
         self.logs: dict[TopicPartition, Log] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.offline_dirs: dict[Path, str] = {}
         # Partitions whose dir went offline while the broker ran: still part of their topic,
         # answering KAFKA_STORAGE_ERROR (Kafka's offline replicas), never re-created elsewhere.
         self.offline_partitions: dict[TopicPartition, Path] = {}
+        # Partitions whose log is damaged (a subset of offline_partitions): the error, and the
+        # checkpoint entries read at start-up, written back as they were.
+        self.damaged_partitions: dict[TopicPartition, LogCorruptedError] = {}
+        self._frozen_checkpoints: dict[TopicPartition, dict[str, int]] = {}
         self.cluster_id: str | None = None
         self._locks: dict[Path, DirLock] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
@@ -168,7 +192,7 @@ class LogManager:
             try:
                 clean[log_dir] = self._open_root(log_dir)
             except (OSError, CheckpointError, LockError) as exc:
-                self._take_offline(log_dir, str(exc))
+                self._startup_failed(log_dir, exc)
         if not self.online_dirs:
             raise StorageError(
                 "no usable log dir: "
@@ -179,11 +203,19 @@ class LogManager:
             try:
                 self._load_root(log_dir, clean_shutdown=clean[log_dir])
             except (OSError, CheckpointError) as exc:
-                self._take_offline(log_dir, str(exc))
+                self._startup_failed(log_dir, exc)
         if not self.offline_dirs:  # a topic whose creation crashed before its partitions
             for topic in [t for t in self.topics if self.partition_count(t) == 0]:
                 logger.warning("forgetting topic %s: it has no partition on disk", topic)
                 del self.topics[topic]
+
+    def _startup_failed(self, log_dir: Path, exc: Exception) -> None:
+        if isinstance(exc, OSError) and is_resource_exhaustion(exc):
+            raise StorageError(
+                f"cannot load log dir {log_dir}: {exc} (the process ran out of file descriptors "
+                "or memory; raise RLIMIT_NOFILE or lower the partition count)"
+            ) from exc
+        self._take_offline(log_dir, str(exc))
 
     def _open_root(self, log_dir: Path) -> bool:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -209,9 +241,18 @@ class LogManager:
         return clean or (fresh and not any(parse_partition_dir(n) for n in os.listdir(log_dir)))
 
     def _load_root(self, log_dir: Path, *, clean_shutdown: bool) -> None:
-        recovery_points = _read_checkpoint_or_empty(log_dir / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = _read_checkpoint_or_empty(log_dir / LOG_START_OFFSET_CHECKPOINT)
-        cleaner_offsets = _read_checkpoint_or_empty(log_dir / CLEANER_OFFSET_CHECKPOINT)
+        checkpoints = {
+            name: _read_checkpoint_or_empty(log_dir / name)
+            for name in (
+                RECOVERY_POINT_CHECKPOINT,
+                LOG_START_OFFSET_CHECKPOINT,
+                CLEANER_OFFSET_CHECKPOINT,
+                HIGH_WATERMARK_CHECKPOINT,
+            )
+        }
+        recovery_points = checkpoints[RECOVERY_POINT_CHECKPOINT]
+        start_offsets = checkpoints[LOG_START_OFFSET_CHECKPOINT]
+        cleaner_offsets = checkpoints[CLEANER_OFFSET_CHECKPOINT]
         for name in sorted(os.listdir(log_dir)):
             path = log_dir / name
             if not path.is_dir():
@@ -230,16 +271,24 @@ class LogManager:
                 )
             topic, partition = parsed
             metadata = self._topic_metadata(topic, path)
-            log = Log.open(
-                path,
-                topic,
-                partition,
-                self.default_config.with_overrides(metadata.configs),
-                now_ms=self.clock_ms(),
-                log_start_offset=start_offsets.get(parsed, 0),
-                recovery_point=recovery_points.get(parsed, 0),
-                clean_shutdown=clean_shutdown,
-            )
+            try:
+                log = Log.open(
+                    path,
+                    topic,
+                    partition,
+                    self.default_config.with_overrides(metadata.configs),
+                    now_ms=self.clock_ms(),
+                    log_start_offset=start_offsets.get(parsed, 0),
+                    recovery_point=recovery_points.get(parsed, 0),
+                    clean_shutdown=clean_shutdown,
+                )
+            except LogCorruptedError as exc:  # this partition only: the loader logged where
+                self.offline_partitions[parsed] = log_dir
+                self.damaged_partitions[parsed] = exc
+                self._frozen_checkpoints[parsed] = {
+                    name: values[parsed] for name, values in checkpoints.items() if parsed in values
+                }
+                continue
             log.first_dirty_offset = max(
                 log.log_start_offset, cleaner_offsets.get(parsed, log.log_start_offset)
             )
@@ -266,9 +315,14 @@ class LogManager:
             try:
                 log.close()
             except OSError as exc:
-                self._take_offline(self._log_dir_of[(log.topic, log.partition)], str(exc))
+                with contextlib.suppress(OSError):  # out of resources: close the others
+                    self._io_failed(self._log_dir_of[key], exc, f"closing {log}")
         self.checkpoint()
+        damaged_dirs = {self.offline_partitions[key] for key in self.damaged_partitions}
         for log_dir in self.online_dirs:
+            if log_dir in damaged_dirs:  # the next start must find (or re-check) the damage
+                logger.error("not marking %s cleanly shut down: it holds a damaged log", log_dir)
+                continue
             try:
                 write_clean_shutdown(log_dir)
             except OSError as exc:
@@ -283,6 +337,9 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log:
         log = self.logs.get((topic, partition))
         if log is None:
+            damaged = self.damaged_partitions.get((topic, partition))
+            if damaged is not None:
+                raise damaged
             offline_dir = self.offline_partitions.get((topic, partition))
             if offline_dir is not None:
                 raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
@@ -327,29 +384,54 @@ class LogManager:
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
+        self.check_partition_limit(partitions)
         self.topics[topic] = TopicMetadata(new_uuid(), configs)
-        self._save_topic_configs()
         try:
+            self._save_topic_configs()
             return [self._create_partition(topic, p, config) for p in range(partitions)]
         except Exception:
             self._abandon_topic(topic, partitions)  # all partitions or none
             raise
 
-    def _abandon_topic(self, topic: str, partitions: int) -> None:
-        """Undo a topic creation that failed part-way (best effort: errors are logged).
+    def check_partition_limit(self, new_partitions: int) -> None:
+        """Raise :class:`PartitionLimitError` if ``new_partitions`` more would pass the limit."""
+        existing = len(self.logs) + len(self.offline_partitions)
+        if existing + new_partitions > self.max_partitions:
+            raise PartitionLimitError(
+                f"creating {new_partitions} partitions would pass max.broker.partitions="
+                f"{self.max_partitions} (the broker has {existing})"
+            )
 
-        Deleting the partitions made so far frees their file descriptors first, so the
-        directory of the one that failed can then be removed too."""
+    def _abandon_topic(self, topic: str, partitions: int) -> None:
+        """Undo a topic creation that failed part-way (best effort: errors are logged)."""
+        for key in [k for k in self.logs if k[0] == topic]:
+            self._discard_new_partition(key)
+        self._remove_leftover_dirs(topic, range(partitions))
+        del self.topics[topic]
         try:
-            self.delete_topic(topic)
-        except (StorageError, OSError) as exc:
-            logger.error("could not remove the partly created topic %s: %s", topic, exc)
-            return
+            self._save_topic_configs()
+        except OSError as exc:  # the next start forgets a topic without partitions anyway
+            logger.error("could not forget the partly created topic %s: %s", topic, exc)
+
+    def _discard_new_partition(self, key: TopicPartition) -> None:
+        """Drop a partition this request created, without trimming its indexes: out of
+        descriptors, a trim (which reopens the file) would fail, and the files go anyway.
+        Unmapping and closing first frees what the removal needs."""
+        log = self.logs.pop(key)
+        self._log_dir_of.pop(key)
+        for segment in log.segments:
+            segment.offset_index.delete()
+            segment.time_index.delete()
+            segment.file.close()
+        _remove_flat_dir(log.directory)
+
+    def _remove_leftover_dirs(self, topic: str, partitions: range) -> None:
+        """Remove the directories a failed creation made but never opened as a log."""
         for log_dir in self.online_dirs:
-            for partition in range(partitions):
+            for partition in partitions:
                 leftover = log_dir / f"{topic}-{partition}"
-                if leftover.exists():
-                    shutil.rmtree(leftover, ignore_errors=True)
+                if (topic, partition) not in self.logs and leftover.exists():
+                    _remove_flat_dir(leftover)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
         """CreatePartitions: grow ``topic`` to ``total_partitions``."""
@@ -361,8 +443,18 @@ class LogManager:
                 f"topic {topic} has {current} partitions; the new count must be larger, "
                 f"got {total_partitions}"
             )
+        self.check_partition_limit(total_partitions - current)
         config = self.effective_config(topic)
-        return [self._create_partition(topic, p, config) for p in range(current, total_partitions)]
+        created = []
+        try:
+            for partition in range(current, total_partitions):
+                created.append(self._create_partition(topic, partition, config))
+        except Exception:  # all new partitions or none; the topic keeps its old ones
+            for log in created:
+                self._discard_new_partition((topic, log.partition))
+            self._remove_leftover_dirs(topic, range(current, total_partitions))
+            raise
+        return created
 
     def _create_partition(self, topic: str, partition: int, config: LogConfig) -> Log:
         log_dir = self.next_log_dir()
@@ -400,19 +492,23 @@ class LogManager:
         """Close and remove every partition of ``topic`` (rename to ``-delete``, then remove)."""
         if topic not in self.topics:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
-        for (t, _), offline_dir in self.offline_partitions.items():
+        for t, partition in self.offline_partitions:
             if t == topic:  # its files cannot be removed now; deleting half a topic is worse
-                raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
+                self.get_log(t, partition)  # raises why it is offline
         for key in [k for k in self.logs if k[0] == topic]:
-            log = self.logs.pop(key)
-            log_dir = self._log_dir_of.pop(key)
-            log.close()
-            doomed = log_dir / delete_dir_name(topic, key[1], uuid.uuid4().hex)
-            os.replace(log.directory, doomed)
-            fsync_directory(log_dir)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self._remove_partition(key)
         del self.topics[topic]
         self._save_topic_configs()
+
+    def _remove_partition(self, key: TopicPartition) -> None:
+        """Close one partition's log and remove its directory (rename to ``-delete`` first)."""
+        log = self.logs.pop(key)
+        log_dir = self._log_dir_of.pop(key)
+        log.close()
+        doomed = log_dir / delete_dir_name(key[0], key[1], uuid.uuid4().hex)
+        os.replace(log.directory, doomed)
+        fsync_directory(log_dir)
+        shutil.rmtree(doomed, ignore_errors=True)
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -420,20 +516,25 @@ class LogManager:
         """Write the recovery point, log start offset, high watermark and cleaner checkpoints."""
         for log_dir in self.online_dirs:
             logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
+            compacted = [log for log in logs if log.config.compact]
+            frozen = {
+                key: values
+                for key, values in self._frozen_checkpoints.items()
+                if self.offline_partitions.get(key) == log_dir
+            }
             try:
-                for name, value in (
-                    (RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point),
-                    (LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset),
-                    (HIGH_WATERMARK_CHECKPOINT, lambda log: log.high_watermark),
+                for name, of, value in (
+                    (RECOVERY_POINT_CHECKPOINT, logs, lambda log: log.recovery_point),
+                    (LOG_START_OFFSET_CHECKPOINT, logs, lambda log: log.log_start_offset),
+                    (HIGH_WATERMARK_CHECKPOINT, logs, lambda log: log.high_watermark),
+                    (CLEANER_OFFSET_CHECKPOINT, compacted, lambda log: log.first_dirty_offset),
                 ):
-                    write_offset_checkpoint(log_dir / name, _offsets(logs, value))
-                compacted = [log for log in logs if log.config.compact]
-                write_offset_checkpoint(
-                    log_dir / CLEANER_OFFSET_CHECKPOINT,
-                    _offsets(compacted, lambda log: log.first_dirty_offset),
-                )
+                    offsets = {k: v[name] for k, v in frozen.items() if name in v}
+                    offsets.update(_offsets(of, value))
+                    write_offset_checkpoint(log_dir / name, offsets)
             except OSError as exc:
-                self._take_offline(log_dir, str(exc))
+                with contextlib.suppress(OSError):  # out of resources: the next round retries
+                    self._io_failed(log_dir, exc, "writing checkpoints")
 
     def flush_all(self) -> None:
         for log in self.logs.values():
@@ -480,9 +581,17 @@ class LogManager:
             try:
                 write_atomically(log_dir / TOPIC_CONFIGS, encoded)
             except OSError as exc:
-                self._take_offline(log_dir, str(exc))
+                self._io_failed(log_dir, exc, f"writing {TOPIC_CONFIGS}")
 
     # -- failures --------------------------------------------------------------------------
+
+    def _io_failed(self, log_dir: Path, error: OSError, doing: str) -> None:
+        """A disk error takes ``log_dir`` offline; running out of descriptors or memory is
+        logged and re-raised, for the caller to fail (and undo) the one operation."""
+        if is_resource_exhaustion(error):
+            logger.error("out of resources %s in %s: %s", doing, log_dir, error)
+            raise error
+        self._take_offline(log_dir, str(error))
 
     def _take_offline(self, log_dir: Path, reason: str) -> None:
         """Stop using ``log_dir``: its partitions become unavailable; the rest keep working."""
@@ -508,6 +617,17 @@ class LogManager:
 
     def log_dir_of(self, topic: str, partition: int) -> Path:
         return self._log_dir_of[(topic, partition)]
+
+
+def _remove_flat_dir(path: Path) -> None:
+    """Remove a partition directory (no subdirectories) using one descriptor at most, for a
+    rollback that runs out of them (``shutil.rmtree`` holds two); errors are logged."""
+    try:
+        for name in os.listdir(path):
+            (path / name).unlink(missing_ok=True)
+        path.rmdir()
+    except OSError as exc:
+        logger.error("could not remove %s: %s", path, exc)
 
 
 def _offsets(logs: Iterable[Log], value: Callable[[Log], int]) -> dict[TopicPartition, int]:

@@ -23,7 +23,9 @@ fsynced for durability's sake; ``flush`` (msync) only bounds how much is rebuilt
 Crash safety, in order:
 1. Opening a file creates it if missing. A pre-existing file is assumed trimmed: its entry
    count is its length // entry size. A writable index is then extended (sparse
-   ``ftruncate``) to ``max_index_bytes`` rounded down to a whole entry and mapped.
+   ``ftruncate``) to ``max_index_bytes`` rounded down to a whole entry and mapped
+   (:mod:`odradek.storage.mapping`), and its descriptor closed: a mapped index holds no
+   descriptor (a partition costs one, its ``.log``); ``resize`` reopens the file briefly.
 2. An append writes the entry into the mapping (page cache), then publishes the new count.
 3. ``trim_to_valid_size`` (on roll and in ``close``) shrinks the file to count * entry size, so
    after a clean shutdown rule 1 recovers the exact entries.
@@ -32,7 +34,9 @@ Crash safety, in order:
 
 Concurrency: one writer. Lookups snapshot the entry count first and only read entries below
 it; an append writes its bytes before it publishes the count (an attribute store, atomic under
-the GIL), so a reader in another thread sees a consistent prefix while appends go on.
+the GIL), so a reader in another thread sees a consistent prefix while appends go on. A
+snapshot also holds the mapping itself, which is unmapped only when no one references it, so a
+remap or close never pulls pages from under a reader.
 Truncation and remapping (``truncate*``, ``resize``, ``trim_to_valid_size``, ``close``,
 ``delete``) need the caller to keep readers out (the broker's partition lock).
 """
@@ -40,7 +44,6 @@ Truncation and remapping (``truncate*``, ``resize``, ``trim_to_valid_size``, ``c
 from __future__ import annotations
 
 import io
-import mmap
 import operator
 import os
 import struct
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import ClassVar, Self
 
 from odradek.storage.errors import StorageError
+from odradek.storage.mapping import MappedBytes, map_file, sync_mapping
 
 __all__ = [
     "DEFAULT_MAX_INDEX_BYTES",
@@ -112,7 +116,7 @@ class MappedIndex(ABC):
         self._max_index_bytes = max_index_bytes
         self._writable = writable
         self._closed = False
-        self._mm: mmap.mmap | None = None
+        self._mm: MappedBytes | None = None
         self._warm_entries = _WARM_SECTION_BYTES // size
         fd = os.open(self._path, (os.O_RDWR if writable else os.O_RDONLY) | os.O_CREAT, 0o644)
         try:
@@ -132,7 +136,7 @@ class MappedIndex(ABC):
         self._entries_changed()
 
     @abstractmethod
-    def _parse(self, mm: mmap.mmap, slot: int) -> tuple[int, int]:
+    def _parse(self, mm: MappedBytes, slot: int) -> tuple[int, int]:
         """Entry ``slot`` with its relative offset made absolute."""
 
     @abstractmethod
@@ -201,7 +205,7 @@ class MappedIndex(ABC):
             )
         return offset - self._base_offset
 
-    def _snapshot(self) -> tuple[mmap.mmap, int]:
+    def _snapshot(self) -> tuple[MappedBytes, int]:
         """Mapping and entry count to read; the count is read first (see module docstring).
 
         The mapping is None only for a zero-length file, which has no entries to read.
@@ -212,7 +216,7 @@ class MappedIndex(ABC):
         return self._mm, entries  # type: ignore[return-value]
 
     def _count_le(
-        self, mm: mmap.mmap, entries: int, target: int, field: struct.Struct, at: int
+        self, mm: MappedBytes, entries: int, target: int, field: struct.Struct, at: int
     ) -> int:
         """How many leading entries have ``field`` (at byte ``at``) <= target.
 
@@ -316,7 +320,7 @@ class MappedIndex(ABC):
     def flush(self) -> None:
         """msync the mapping (no-op when read-only, closed or empty)."""
         if self._writable and self._mm is not None:
-            self._mm.flush()
+            sync_mapping(self._mm)
 
     def resize(self, new_max_bytes: int) -> bool:
         """Set the file (and mapping) to ``new_max_bytes`` rounded down to whole entries.
@@ -381,13 +385,11 @@ class MappedIndex(ABC):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _map(self, fd: int, length: int) -> mmap.mmap | None:
+    def _map(self, fd: int, length: int) -> MappedBytes | None:
         if length == 0:  # mmap refuses a zero-length mapping: an empty file has none
             return None
-        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-        return mmap.mmap(fd, length, access=access)
+        return map_file(fd, length, writable=self._writable)
 
     def _unmap(self) -> None:
-        if self._mm is not None:
-            mm, self._mm = self._mm, None
-            mm.close()
+        """Drop the mapping; it is unmapped once no reader's snapshot still holds it."""
+        self._mm = None

@@ -20,6 +20,7 @@ SUBCOMMANDS: list[str] = [
     "odradek.cli.groups",
     "odradek.cli.perf",
     "odradek.cli.dump_log",
+    "odradek.cli.repair_log",
 ]
 
 

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"odradek serve: configuration error: {exc}", file=sys.stderr)
         return 2
+    for warning in config.warnings:
+        get_logger().warning("configuration ignored", reason=warning)
     try:
         run_server(config, backend=args.backend)
     except StorageError as exc:

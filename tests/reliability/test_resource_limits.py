@@ -125,7 +125,8 @@ def test_running_out_of_descriptors_while_creating_a_topic(tmp_path: Path) -> No
             response = wire.call(
                 m.CreateTopicsRequest(
                     correlation_id=0,
-                    topics=[m.CreatableTopic(name="many", num_partitions=100)],
+                    # a partition costs one descriptor (its .log): 400 cannot fit in 200
+                    topics=[m.CreatableTopic(name="many", num_partitions=400)],
                 )
             )
             result = response.topics[0]

@@ -17,6 +17,7 @@ from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
+    LogCorruptedError,
     LogDirOfflineError,
     StorageError,
     TopicExistsError,
@@ -24,7 +25,7 @@ from odradek.storage.errors import (
 )
 from odradek.storage.manager import LogManager
 from odradek.storage.meta_properties import read_meta_properties
-from tests.storage.conftest import all_records, batch, segment_files
+from tests.storage.conftest import all_records, batch
 
 
 class FakeClock:
@@ -393,6 +394,7 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     data = bytearray(path.read_bytes())
     data[size + 70] ^= 0xFF
     path.write_bytes(bytes(data))
+    files_before = {p.name: p.read_bytes() for p in (log_dir / "t-0").iterdir()}
     (log_dir / "recovery-point-offset-checkpoint").write_bytes(b"0\n1\nt 0 9\ngarbage\n")
     (log_dir / "log-start-offset-checkpoint").write_bytes(b"")
     with caplog.at_level(logging.ERROR, logger="odradek.storage.manager"):
@@ -401,11 +403,16 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     assert "recovery-point-offset-checkpoint" in messages
     assert "log-start-offset-checkpoint" in messages
     assert manager.offline_dirs == {}
-    log = manager.get_log("t", 0)
-    assert log.next_offset == 1  # truncated at the rotten batch
-    assert log.log_start_offset == 0
-    assert segment_files(log_dir / "t-0") == [f"{0:020d}.log"]
+    # segment 0 of 3 is damaged, not torn: only this partition goes offline, nothing is cut
+    with pytest.raises(LogCorruptedError, match=f"{path} is damaged at byte {size}"):
+        manager.get_log("t", 0)
+    assert manager.partition_count("t") == 1
     manager.shutdown()
+    logs_after = {p.name: p.read_bytes() for p in (log_dir / "t-0").iterdir()}
+    assert {n: b for n, b in logs_after.items() if n.endswith(".log")} == {
+        n: b for n, b in files_before.items() if n.endswith(".log")
+    }
+    assert not (log_dir / ".kafka_cleanshutdown").exists()  # the next start checks again
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import CorruptRecordError, encode_batch, validate_batch
+from odradek.protocol.records import (
+    CorruptRecordError,
+    encode_batch,
+    recompute_crc,
+    validate_batch,
+)
 from odradek.storage.config import LogConfig
+from odradek.storage.errors import LogCorruptedError
 from odradek.storage.loader import load_segments
 from odradek.storage.log import Log
 from tests.storage.conftest import (
@@ -139,31 +145,43 @@ def _restore(ref: Reference, directory: Path) -> None:
 @settings(max_examples=80, deadline=None)
 @given(data=st.data())
 def test_torn_tail_truncates_to_the_last_complete_batch(reference: Reference, data) -> None:
+    """A cut in the last segment above the recovery point is a torn tail: truncated. A cut
+    anywhere else is damage: LogCorruptedError names the file and position, no file changes."""
     ref = reference
     # the segment holding the recovery point and every later one are re-validated
     recovering = max(b for b in ref.bases if b <= ref.recovery_point)
     torn = data.draw(st.sampled_from([b for b in ref.bases if b >= recovering]), label="torn")
     size = len(ref.files[name(torn)])
     cut = data.draw(st.integers(0, size), label="cut position")
-    kept = [b for b in ref.batches if b.segment < torn] + [
-        b for b in ref.batches if b.segment == torn and b.position + b.size <= cut
-    ]
-    boundary = max((b.position + b.size for b in kept if b.segment == torn), default=0)
-    if cut == boundary:
-        # No invalid byte, so nothing to truncate (Kafka's rule): later segments stay, even
-        # if a lost tail leaves a gap before them, as compaction can too.
-        kept += [b for b in ref.batches if b.segment > torn]
-        bases = ref.bases
-        truncated = 0
-    else:
-        bases = [b for b in ref.bases if b <= torn]
-        truncated = (cut - boundary) + sum(len(ref.files[name(b)]) for b in ref.bases if b > torn)
-    expected = [o for b in kept for o in range(b.base_offset, b.last_offset + 1)]
-    expected_end = bases[-1] if kept[-1].segment < bases[-1] else expected[-1] + 1
+    kept_in_torn = [b for b in ref.batches if b.segment == torn and b.position + b.size <= cut]
+    boundary = max((b.position + b.size for b in kept_in_torn), default=0)
+    prefix_end = kept_in_torn[-1].last_offset + 1 if kept_in_torn else torn
+    damaged = cut != boundary and (torn != ref.bases[-1] or prefix_end < ref.recovery_point)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp) / "orders-0"
         _restore(ref, directory)
         os.truncate(directory / name(torn), cut)
+        if damaged:
+            before = {n: (directory / n).read_bytes() for n in segment_files(directory)}
+            with pytest.raises(LogCorruptedError) as raised:
+                load_segments(
+                    directory,
+                    CFG,
+                    log_start_offset=0,
+                    recovery_point=ref.recovery_point,
+                    clean_shutdown=False,
+                )
+            assert raised.value.log_file == directory / name(torn)
+            assert raised.value.position == boundary
+            assert {n: (directory / n).read_bytes() for n in segment_files(directory)} == before
+            return
+        kept = [b for b in ref.batches if b.segment != torn or b.position + b.size <= cut]
+        # No invalid byte, so nothing to truncate (Kafka's rule): later segments stay, even if
+        # a lost tail leaves a gap before them, as compaction can too.
+        truncated = cut - boundary
+        expected = [o for b in kept for o in range(b.base_offset, b.last_offset + 1)]
+        bases = ref.bases
+        expected_end = bases[-1] if kept[-1].segment < bases[-1] else expected[-1] + 1
         loaded = load_segments(
             directory,
             CFG,
@@ -233,21 +251,66 @@ def test_truncation_is_logged_with_the_byte_count(
 # -- corruption in the middle ----------------------------------------------------------------
 
 
-def test_corrupt_byte_truncates_there_and_deletes_later_segments(log_dir: Path) -> None:
+def test_corrupt_byte_in_an_earlier_segment_is_damage_and_nothing_is_deleted(
+    log_dir: Path,
+) -> None:
+    """Issue 14, finding 1: the later segment may hold acknowledged records; never delete it."""
     log = build(log_dir, 12)  # segments 0, 8, 16
     batches = layout(log)
     crash(log)
     victim = batches[5]  # second batch of segment 8
     assert victim.segment == 8
     flip_byte(log_dir / name(8), victim.position + 61 + 3)
-    log = open_log(log_dir, CFG, recovery_point=8)
-    assert log.next_offset == victim.base_offset == 10
-    assert [s.base_offset for s in log.segments] == [0, 8]
-    assert segment_files(log_dir) == [name(0), name(8)]
-    assert not (log_dir / name(16, ".index")).exists()
-    assert offsets(log) == list(range(10))
-    assert log.append(batch(1), now_ms=0).first_offset == 10
-    assert offsets(log) == list(range(11))
+    logs_before = {n: (log_dir / n).read_bytes() for n in segment_files(log_dir)}
+    with pytest.raises(LogCorruptedError, match="CRC") as raised:
+        open_log(log_dir, CFG, recovery_point=8)
+    assert raised.value.log_file == log_dir / name(8)
+    assert raised.value.position == victim.position
+    assert {n: (log_dir / n).read_bytes() for n in segment_files(log_dir)} == logs_before
+
+
+def test_damage_below_the_recovery_point_of_the_last_segment_is_not_a_torn_tail(
+    log_dir: Path,
+) -> None:
+    log = build(log_dir, 11)  # segments 0, 8, 16 (offsets 16..21)
+    batches = layout(log)
+    crash(log)
+    victim = batches[-2]  # offsets 18-19, fsynced if the recovery point is 22
+    flip_byte(log_dir / name(victim.segment), victim.position + 70)
+    with pytest.raises(LogCorruptedError, match="below the recovery point 22"):
+        open_log(log_dir, CFG, recovery_point=22)
+    assert (log_dir / name(16)).stat().st_size == batches[-1].position + batches[-1].size
+
+
+def test_a_valid_checksum_failing_another_check_is_damage(log_dir: Path) -> None:
+    """A batch whose CRC matches was written whole: if a later check (here an unknown codec)
+    fails, that is damage, not a torn tail, even at the end of the last segment."""
+    log = build(log_dir, 2)
+    tail = log.active_segment.size_bytes
+    crash(log)
+    bad = bytearray(batch(1))
+    bad[22] |= 0x07  # attributes: compression codec 7, which does not exist
+    recompute_crc(bad)
+    with open(log_dir / name(0), "ab") as f:
+        f.write(bad)
+    with pytest.raises(LogCorruptedError, match="codec") as raised:
+        open_log(log_dir, CFG, recovery_point=4)
+    assert raised.value.position == tail
+    assert (log_dir / name(0)).stat().st_size == tail + len(bad)
+
+
+def test_a_valid_checksum_with_offsets_outside_the_segment_is_damage(log_dir: Path) -> None:
+    """What a lying batch header (recordCount 2**31-1) leaves: no torn write makes it."""
+    log = build(log_dir, 2)
+    tail = log.active_segment.size_bytes
+    crash(log)
+    liar = bytearray(batch(1))
+    liar[0:8] = (2**31 + 5).to_bytes(8, "big")  # baseOffset is outside the CRC
+    with open(log_dir / name(0), "ab") as f:
+        f.write(liar)
+    with pytest.raises(LogCorruptedError, match="valid checksum") as raised:
+        open_log(log_dir, CFG, recovery_point=4)
+    assert raised.value.position == tail
 
 
 def test_corrupt_byte_in_the_last_segment(log_dir: Path) -> None:
@@ -276,10 +339,11 @@ def test_unclean_restart_revalidates_from_the_recovery_point_only(log_dir: Path)
     with pytest.raises(CorruptRecordError, match="CRC"):
         validate_batch(raw)
     log.close()
-    # with a recovery point of 0 everything is re-validated
-    log = open_log(log_dir, CFG, recovery_point=0)
-    assert log.next_offset == early.base_offset == 2
-    assert segment_files(log_dir) == [name(0)]
+    # with a recovery point of 0 everything is re-validated: segment 0 is damaged (not last)
+    with pytest.raises(LogCorruptedError) as raised:
+        open_log(log_dir, CFG, recovery_point=0)
+    assert (raised.value.log_file, raised.value.position) == (log_dir / name(0), early.position)
+    assert segment_files(log_dir) == [name(0), name(8), name(16)]
 
 
 def test_clean_restart_does_not_rescan(log_dir: Path) -> None:
