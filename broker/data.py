@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -22,6 +23,7 @@ from odradek.broker.errors import error_code_for
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
+from odradek.protocol.validate import DecompressionBudget
 from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
 from odradek.storage.log import Log
 from odradek.storage.segment import FileRegion
@@ -41,6 +43,40 @@ class Reply:
     @property
     def raw_bytes(self) -> int:
         return sum(len(b) for b in self.buffers) + sum(r.length for r in self.regions)
+
+
+class _Rejections:
+    """A Produce request's refused partitions, logged as one line per request (a request naming
+    150,000 partitions must not write 150,000 lines): the count per error code and the first
+    few partitions with their reasons."""
+
+    EXAMPLES = 3
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.examples: list[dict[str, object]] = []
+
+    def add(self, topic: str, partition: int, result: m.ProducePartitionResponse) -> None:
+        error = ErrorCode(result.error_code).name
+        self.counts[error] = self.counts.get(error, 0) + 1
+        if len(self.examples) < self.EXAMPLES:
+            self.examples.append(
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "error": error,
+                    "reason": result.error_message,
+                }
+            )
+
+    def log(self, logger: Any) -> None:
+        if self.counts:
+            logger.info(
+                "produce rejected",
+                partitions=sum(self.counts.values()),
+                errors=self.counts,
+                examples=self.examples,
+            )
 
 
 class DataApi:
@@ -73,6 +109,11 @@ class DataApi:
         durable: list[tuple[Log, int, m.ProducePartitionResponse]] = []
         acks_ok = req.acks in m.VALID_ACKS
         appended = False
+        rejections = _Rejections()
+        budget = DecompressionBudget(
+            ctx.config.int("message.max.decompressed.bytes"),
+            ctx.config.int("produce.request.max.decompressed.bytes"),
+        )
         for topic, part, records in m.record_sections(req, raw):
             result = m.ProducePartitionResponse(partition_index=part.partition_index)
             by_topic.setdefault(topic, []).append(result)
@@ -82,7 +123,7 @@ class DataApi:
             log = None
             try:
                 log = self._log(topic, part.partition_index)
-                info = log.append(records, now_ms=now_ms)
+                info = log.append(records, now_ms=now_ms, budget=budget)
             except OSError as exc:
                 if log is not None:
                     ctx.storage_failed(log, exc)
@@ -90,13 +131,7 @@ class DataApi:
                 continue
             except Exception as exc:  # CorruptRecordError, RecordTooLargeError, ...
                 self._fail(result, exc)
-                ctx.log.info(
-                    "produce rejected",
-                    topic=topic,
-                    partition=part.partition_index,
-                    error=ErrorCode(result.error_code).name,
-                    reason=str(exc),
-                )
+                rejections.add(topic, part.partition_index, result)
                 continue
             appended = True
             if info.rolled:  # Kafka flushes a rolled segment soon after the roll
@@ -108,6 +143,7 @@ class DataApi:
                 durable.append((log, info.last_offset, result))
         if appended:
             ctx.notify_data()
+        rejections.log(ctx.log)
         return self._produce_response(req, by_topic, durable, acks_ok)
 
     async def _produce_response(

@@ -12,15 +12,30 @@
 
 Every codec here is pure bytes in, bytes out (sans-I/O); errors surface as
 :class:`CompressionError`, which the record codec reports as a corrupt batch.
+
+Untrusted input (a produced batch, a stored batch read back) goes through
+:func:`decompress_bounded`, which never produces nor allocates more than ``max_bytes + 1``
+bytes of output, however small the input (a 33 KB zstd frame may expand to 2 GiB): gzip
+streams through :mod:`zlib` with ``max_length``; zstd and lz4 decompress into a buffer that
+starts at a few times the input and doubles up to ``max_bytes + 1`` (a codec that fills the
+largest buffer is over the limit); snappy blocks declare their length up front and are checked
+before they are decompressed. Over the limit: :class:`DecompressionLimitError`.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 
 import cramjam
 
-__all__ = ["CompressionError", "compress", "decompress"]
+__all__ = [
+    "CompressionError",
+    "DecompressionLimitError",
+    "compress",
+    "decompress",
+    "decompress_bounded",
+]
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
@@ -36,6 +51,22 @@ GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
 class CompressionError(ValueError):
     """Compressed bytes that the named codec cannot decode, or an unknown codec id."""
+
+
+class DecompressionLimitError(CompressionError):
+    """Compressed bytes that decompress to more than the caller's limit."""
+
+    def __init__(self, codec: int, max_bytes: int) -> None:
+        super().__init__(
+            f"{_NAMES.get(codec, codec)} data decompresses to more than {max_bytes} bytes"
+        )
+        self.max_bytes = max_bytes
+
+
+_FIRST_BUFFER_BYTES = 64 * 1024
+_GROWTH_RATIO = 8  # first buffer: this many times the input (most batches fit at once)
+_BUFFER_TOO_SMALL = "failed to write whole buffer"  # cramjam's message for a full buffer
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -57,7 +88,7 @@ def decompress(codec: int, data: bytes) -> bytes:
         if codec == GZIP:
             return bytes(cramjam.gzip.decompress(data))
         if codec == SNAPPY:
-            return _xerial_decompress(data)
+            return _xerial_decompress(data, None)
         if codec == LZ4:
             return bytes(cramjam.lz4.decompress(data))
         if codec == ZSTD:
@@ -70,6 +101,61 @@ def decompress(codec: int, data: bytes) -> bytes:
 _NAMES = {GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 
+def decompress_bounded(codec: int, data: bytes | memoryview, max_bytes: int) -> bytes:
+    """:func:`decompress`, refusing (:class:`DecompressionLimitError`) output over
+    ``max_bytes`` without ever holding more than ``max_bytes + 1`` bytes of it."""
+    try:
+        if codec == GZIP:
+            return _gzip_bounded(data, max_bytes)
+        if codec == SNAPPY:
+            return _xerial_decompress(bytes(data), max_bytes)
+        if codec in (LZ4, ZSTD):
+            return _into_growing_buffer(codec, data, max_bytes)
+    except cramjam.DecompressionError as exc:
+        raise CompressionError(f"cannot decompress {_NAMES[codec]} data: {exc}") from None
+    raise CompressionError(f"unknown compression codec id {codec}")
+
+
+def _gzip_bounded(data: bytes | memoryview, max_bytes: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    pending = bytes(data)
+    while pending:  # one gzip member per round (a stream may concatenate members)
+        stream = zlib.decompressobj(_GZIP_WBITS)
+        try:
+            chunk = stream.decompress(pending, max_bytes + 1 - total)
+        except zlib.error as exc:
+            raise CompressionError(f"cannot decompress gzip data: {exc}") from None
+        total += len(chunk)
+        if total > max_bytes or stream.unconsumed_tail:
+            raise DecompressionLimitError(GZIP, max_bytes)
+        if not stream.eof:
+            raise CompressionError("cannot decompress gzip data: truncated stream")
+        out.append(chunk)
+        pending = stream.unused_data
+    return b"".join(out)
+
+
+def _into_growing_buffer(codec: int, data: bytes | memoryview, max_bytes: int) -> bytes:
+    module = cramjam.zstd if codec == ZSTD else cramjam.lz4
+    size = min(max_bytes + 1, max(_FIRST_BUFFER_BYTES, _GROWTH_RATIO * len(data)))
+    while True:
+        buffer = bytearray(size)
+        try:
+            written = module.decompress_into(data, buffer)
+        except cramjam.DecompressionError as exc:
+            if _BUFFER_TOO_SMALL not in str(exc):
+                raise
+            if size > max_bytes:
+                raise DecompressionLimitError(codec, max_bytes) from None
+            size = min(max_bytes + 1, size * 2)
+            continue
+        if written > max_bytes:
+            raise DecompressionLimitError(codec, max_bytes)
+        del buffer[written:]
+        return bytes(buffer)
+
+
 def _xerial_compress(data: bytes) -> bytes:
     parts = [_XERIAL_HEADER]
     view = memoryview(data)
@@ -80,13 +166,21 @@ def _xerial_compress(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _xerial_decompress(data: bytes) -> bytes:
+def _snappy_block(block: bytes, budget: int | None) -> bytes:
+    """One raw snappy block, its declared length checked against ``budget`` first."""
+    if budget is not None and cramjam.snappy.decompress_raw_len(block) > budget:
+        raise DecompressionLimitError(SNAPPY, budget)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _xerial_decompress(data: bytes, max_bytes: int | None) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_block(data, max_bytes)
     if len(data) < len(_XERIAL_HEADER):
         raise CompressionError("truncated xerial snappy header")
     pos = len(_XERIAL_HEADER)
     out = []
+    total = 0
     while pos < len(data):
         if pos + 4 > len(data):
             raise CompressionError("truncated xerial snappy block length")
@@ -94,6 +188,11 @@ def _xerial_decompress(data: bytes) -> bytes:
         pos += 4
         if length < 0 or pos + length > len(data):
             raise CompressionError(f"xerial snappy block of {length} bytes overruns the data")
-        out.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + length])))
+        budget = None if max_bytes is None else max_bytes - total
+        block = _snappy_block(data[pos : pos + length], budget)
+        total += len(block)
+        out.append(block)
         pos += length
+    if max_bytes is not None and total > max_bytes:
+        raise DecompressionLimitError(SNAPPY, max_bytes)
     return b"".join(out)

@@ -8,8 +8,10 @@ record's offset delta, timestamp, key, value and headers, the timestamp type, pr
 epoch, base sequence, partition leader epoch and the transactional flag. The new batch gets a
 new length and CRC. Control batches are never re-encoded.
 
-The input must be one batch that passed :func:`odradek.protocol.records.validate_client_batch` (so
-its offset deltas are ``0 .. recordCount - 1``, which :class:`BatchBuilder` reproduces).
+The input must be one batch that passed :func:`odradek.protocol.validate.validate_produced_batch`
+(so its offset deltas are ``0 .. recordCount - 1``, which :class:`BatchBuilder` reproduces), with
+the decompressed body that validation returned: the body is never decompressed twice, and never
+beyond the validation's bound.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from odradek.protocol.records import (
     Buffer,
     Compression,
     CorruptRecordError,
+    decode_body,
     decode_records,
     parse_batch_header,
 )
@@ -40,13 +43,16 @@ def target_codec(compression_type: str) -> Compression | None:
     return CODECS.get(compression_type)
 
 
-def recompress_batch(batch: Buffer, codec: Compression) -> Buffer:
-    """``batch`` re-encoded with ``codec``; the same object if it already uses it."""
+def recompress_batch(batch: Buffer, codec: Compression, body: Buffer | None = None) -> Buffer:
+    """``batch`` re-encoded with ``codec``; the same object if it already uses it. ``body``:
+    its decompressed records, as validation returned them (None: a trusted batch, decompressed
+    here)."""
     header = parse_batch_header(batch)
     if header.compression == codec or header.is_control:
         return batch
     builder = BatchBuilder(codec)
-    for expected_offset, record in enumerate(decode_records(batch), start=header.base_offset):
+    records = decode_records(batch) if body is None else decode_body(header, bytes(body))
+    for expected_offset, record in enumerate(records, start=header.base_offset):
         if record.offset != expected_offset:
             raise CorruptRecordError(
                 f"record offset delta {record.offset - header.base_offset} where "

@@ -51,8 +51,10 @@ __all__ = [
     "BatchHeader",
     "Compression",
     "CorruptRecordError",
+    "InvalidRecordError",
     "Record",
     "TimestampType",
+    "decode_body",
     "decode_records",
     "encode_batch",
     "parse_batch_header",
@@ -89,6 +91,12 @@ _MAX_CODEC = 4  # zstd; ids 5-7 are unassigned
 
 class CorruptRecordError(ValueError):
     """A batch or record whose bytes do not satisfy the format (Kafka's CORRUPT_MESSAGE)."""
+
+
+class InvalidRecordError(CorruptRecordError):
+    """A batch whose envelope is sound (size, magic, CRC) but whose contents break the rules
+    Kafka's ``LogValidator`` enforces: the offset range against the count, the records present,
+    control batches from a client, keyless records on a compacted topic (INVALID_RECORD)."""
 
 
 class Compression(IntEnum):
@@ -217,14 +225,14 @@ def validate_client_batch(buf: Buffer, pos: int = 0) -> BatchHeader:
     """:func:`validate_batch` plus the rules Kafka applies to batches a client produces."""
     header = validate_batch(buf, pos)
     if header.record_count <= 0:
-        raise CorruptRecordError(f"invalid record count {header.record_count} in produced batch")
+        raise InvalidRecordError(f"invalid record count {header.record_count} in produced batch")
     if header.last_offset_delta != header.record_count - 1:
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"inconsistent batch offset range: lastOffsetDelta {header.last_offset_delta}, "
             f"recordCount {header.record_count}"
         )
     if header.is_control:
-        raise CorruptRecordError("clients may not write control batches")
+        raise InvalidRecordError("clients may not write control batches")
     return header
 
 
@@ -249,6 +257,11 @@ def decode_records(batch: Buffer) -> list[Record]:
             raise CorruptRecordError(
                 f"record batch at offset {header.base_offset}: {exc}"
             ) from None
+    return decode_body(header, body)
+
+
+def decode_body(header: BatchHeader, body: bytes) -> list[Record]:
+    """The records of a batch with ``header`` from its (decompressed) ``body``."""
     base_offset = header.base_offset
     base_ts = header.base_timestamp
     log_append_ts = header.max_timestamp if header.attributes & ATTR_LOG_APPEND_TIME else None

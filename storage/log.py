@@ -5,14 +5,20 @@ which on one node is also the high watermark). ``recovery_point`` ≤ ``next_off
 offset below which every byte is known to be on disk (fsynced).
 
 Append (:meth:`Log.append`), for the bytes of one produce request to this partition:
-1. Every batch is validated as a client batch (size, magic 2, CRC-32C, count) and checked
-   against ``max.message.bytes``, before any byte is written: a bad request writes nothing.
+1. Every batch is validated record by record as Kafka's LogValidator does
+   (:func:`odradek.protocol.validate.validate_produced_batch`: envelope, every record, the
+   count, consecutive offset deltas, compressed bodies decompressed within the request's
+   :class:`~odradek.protocol.validate.DecompressionBudget`) and checked against
+   ``max.message.bytes``, before any byte is written: a bad request writes nothing.
 2. Offsets are assigned by writing a new baseOffset in front of each batch's bytes 8..end
    (the CRC does not cover bytes 0..7), so a batch is never re-encoded. Under
-   ``message.timestamp.type=LogAppendTime`` the batch is copied once to stamp it (Kafka does
-   the same: the timestamp is under the CRC).
-3. The active segment rolls first if the append would overflow it (size, age, full index,
-   relative offsets); then all batches go out in one ``pwritev``.
+   ``message.timestamp.type=LogAppendTime``, or when a batch's maxTimestamp is not the largest
+   record timestamp (Kafka overwrites it too), the batch is copied once to stamp it (the
+   timestamp is under the CRC).
+3. One append may span at most 2^31 offsets (a segment indexes offsets relative to its base
+   as int32): more is refused (MESSAGE_TOO_LARGE). The active segment rolls first if the
+   append would overflow it (size, age, full index, relative offsets: Kafka's shouldRoll);
+   then all batches go out in one ``pwritev``.
 4. ``next_offset`` is published last, so concurrent readers never see a partial append.
 
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
@@ -29,7 +35,7 @@ are renamed to ``.deleted``, stay open (and readable) and are closed and unlinke
 ``file.delete.delay.ms`` later (:meth:`take_due_deletions`); a closed segment's flush is a no-op.
 
 Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
-with a keyless record is refused (CORRUPT_MESSAGE), as Kafka refuses it.
+with a keyless record is refused (INVALID_RECORD), as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -46,16 +52,16 @@ from odradek.protocol.records import (
     ATTR_LOG_APPEND_TIME,
     BatchHeader,
     CorruptRecordError,
+    InvalidRecordError,
     parse_batch_header,
     recompute_crc,
-    validate_client_batch,
 )
+from odradek.protocol.validate import DecompressionBudget, validate_produced_batch
 from odradek.storage.atomic import fsync_directory
-from odradek.storage.cleaner.records import check_keys
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
-from odradek.storage.segment import FileRegion, LogSegment
+from odradek.storage.segment import INT32_MAX, FileRegion, LogSegment
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
@@ -167,29 +173,44 @@ class Log:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, *, now_ms: int) -> AppendInfo:
-        """Validate, assign offsets to and append the batches in ``records`` (see module doc)."""
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        budget: DecompressionBudget | None = None,
+    ) -> AppendInfo:
+        """Validate, assign offsets to and append the batches in ``records`` (see module doc).
+
+        ``budget`` bounds what compressed batches may decompress to (the request's, shared by
+        its partitions); None: one of :meth:`DecompressionBudget.default` for this call.
+        """
         view = memoryview(records).cast("B")
-        batches: list[tuple[memoryview, BatchHeader]] = []
+        budget = budget if budget is not None else DecompressionBudget.default()
+        batches: list[tuple[memoryview, BatchHeader, int]] = []  # with the true maxTimestamp
         position = 0
         record_count = 0
         size = 0
         codec = target_codec(self.config.compression_type)
         while position < len(view):
-            header = validate_client_batch(view, position)
+            checked = validate_produced_batch(view, position, budget)
+            header = checked.header
             batch = view[position : position + header.size_bytes]
             position += header.size_bytes
-            if self.config.compact:
-                check_keys(batch, 0)
+            if self.config.compact and checked.has_keyless_record:
+                raise InvalidRecordError(
+                    f"Compacted topic cannot accept message without key in {self.topic}-"
+                    f"{self.partition}"
+                )
             if codec is not None and header.compression != codec:  # topic compression.type
-                batch = memoryview(recompress_batch(batch, codec))
+                batch = memoryview(recompress_batch(batch, codec, checked.body))
                 header = parse_batch_header(batch)
             if header.size_bytes > self.config.max_message_bytes:
                 raise RecordTooLargeError(
                     f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
                     f"{self.config.max_message_bytes} of {self.topic}-{self.partition}"
                 )
-            batches.append((batch, header))
+            batches.append((batch, header, checked.max_record_timestamp))
             record_count += header.record_count
             size += header.size_bytes
         if not batches:
@@ -198,18 +219,26 @@ class Log:
             raise RecordTooLargeError(
                 f"{size} bytes in one append exceed segment.bytes {self.config.segment_bytes}"
             )
+        if record_count - 1 > INT32_MAX:
+            raise RecordTooLargeError(
+                f"{record_count} records in one append exceed the {INT32_MAX + 1} offsets "
+                "a segment can index"
+            )
 
         first_offset = offset = self.next_offset
         buffers: list[bytes | bytearray | memoryview] = []
         entries: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
         max_timestamp = -1
         append_time = now_ms if self.config.log_append_time else -1
-        for batch, header in batches:
+        for batch, header, record_max_ts in batches:
             body = batch[8:]
             last = offset + header.last_offset_delta
             if append_time >= 0:
-                body = _stamp_log_append_time(batch, now_ms)
+                body = _stamp(batch, now_ms, log_append_time=True)
                 batch_max_ts = now_ms
+            elif header.max_timestamp != record_max_ts:  # Kafka sets it from the records too
+                body = _stamp(batch, record_max_ts, log_append_time=False)
+                batch_max_ts = record_max_ts
             else:
                 batch_max_ts = header.max_timestamp
             buffers.append(_BASE_OFFSET.pack(offset))
@@ -437,11 +466,13 @@ class Log:
         )
 
 
-def _stamp_log_append_time(batch: memoryview, now_ms: int) -> memoryview:
-    """A copy of ``batch[8:]`` with LogAppendTime set and maxTimestamp = now, CRC recomputed."""
+def _stamp(batch: memoryview, max_timestamp: int, *, log_append_time: bool) -> memoryview:
+    """A copy of ``batch[8:]`` with maxTimestamp set (and LogAppendTime if asked), CRC
+    recomputed."""
     copy = bytearray(batch)
-    (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
-    _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
-    _MAX_TIMESTAMP.pack_into(copy, 35, now_ms)
+    if log_append_time:
+        (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
+        _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
+    _MAX_TIMESTAMP.pack_into(copy, 35, max_timestamp)
     recompute_crc(copy)
     return memoryview(copy)[8:]

@@ -1,0 +1,185 @@
+"""Broker-side validation of a produced v2 batch: every record, as Kafka's ``LogValidator``.
+
+The batch header alone proves nothing about the records: its ``recordCount`` and
+``lastOffsetDelta`` may agree with each other and the CRC may be valid while the body holds one
+record, or bytes that are no record at all. Appending such a batch would let the log's offsets
+jump past what a segment can index and plant a batch no consumer can read. So before a batch
+is appended, :func:`validate_produced_batch`:
+
+1. checks the envelope (:func:`~odradek.protocol.records.validate_client_batch`: size, magic 2,
+   CRC-32C, ``recordCount > 0``, ``lastOffsetDelta == recordCount - 1``, not a control batch);
+2. decompresses the body within a :class:`DecompressionBudget`
+   (:func:`~odradek.protocol.compression.decompress_bounded`: never more than the budget's
+   limit in memory; a bomb is refused, not expanded);
+3. walks every record (layout in :mod:`odradek.protocol.records`): each varint well formed;
+   ``length`` at least 6 and within the body; offset deltas ``0, 1, ..., recordCount - 1``;
+   key, value and header lengths ``>= -1`` (header keys ``>= 0``) and within the record; the
+   fields ending exactly at ``length``; exactly ``recordCount`` records, then no byte more;
+   every ``baseTimestamp + timestampDelta`` an int64.
+
+Errors, as Kafka chooses them: a sound envelope whose contents break a rule raises
+:class:`~odradek.protocol.records.InvalidRecordError` (INVALID_RECORD); a bad envelope or a body
+its codec cannot decode raises :class:`~odradek.protocol.records.CorruptRecordError` or
+:class:`~odradek.protocol.compression.CompressionError` (CORRUPT_MESSAGE); over the budget,
+:class:`~odradek.protocol.compression.DecompressionLimitError`.
+
+The walk returns what the append needs without a second pass: the decompressed body (for a
+re-encode under ``compression.type``), whether a record has no key (compacted topics refuse
+it) and the largest record timestamp (the batch's true ``maxTimestamp``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from odradek.protocol.compression import DecompressionLimitError, decompress_bounded
+from odradek.protocol.records import (
+    ATTR_COMPRESSION_MASK,
+    HEADER_SIZE,
+    BatchHeader,
+    Buffer,
+    InvalidRecordError,
+    validate_client_batch,
+)
+from odradek.protocol.varint import VarintError, decode_varint
+
+__all__ = [
+    "DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES",
+    "DEFAULT_REQUEST_MAX_DECOMPRESSED_BYTES",
+    "DecompressionBudget",
+    "ValidatedBatch",
+    "check_records",
+    "validate_produced_batch",
+]
+
+# Kafka has no such bound (it streams records out of a compressed batch, so its memory is
+# bounded, but not its CPU). Ours: 32x message.max.bytes' default per batch, 4 batches' worth
+# per request (the broker keys message.max.decompressed.bytes and
+# produce.request.max.decompressed.bytes).
+DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
+DEFAULT_REQUEST_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
+
+_MIN_RECORD_BYTES = 6  # attributes, then five one-byte varints (Kafka's minimum record size)
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+class DecompressionBudget:
+    """How many decompressed bytes one request may still produce, and one batch at most.
+
+    One instance per request: each batch may decompress to ``min(per_batch_bytes,
+    what the request has left)``; what a batch decompresses to is charged to the request.
+    """
+
+    __slots__ = ("per_batch_bytes", "remaining_bytes")
+
+    def __init__(self, per_batch_bytes: int, per_request_bytes: int) -> None:
+        self.per_batch_bytes = per_batch_bytes
+        self.remaining_bytes = per_request_bytes
+
+    @classmethod
+    def default(cls) -> DecompressionBudget:
+        return cls(DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DEFAULT_REQUEST_MAX_DECOMPRESSED_BYTES)
+
+    def limit(self) -> int:
+        return max(0, min(self.per_batch_bytes, self.remaining_bytes))
+
+    def spend(self, n_bytes: int) -> None:
+        self.remaining_bytes -= n_bytes
+
+
+class ValidatedBatch(NamedTuple):
+    header: BatchHeader
+    body: Buffer  # the records, decompressed (a view into the request when not compressed)
+    has_keyless_record: bool
+    max_record_timestamp: int  # -1 (Kafka's NO_TIMESTAMP) if every record has a lower one
+
+
+def validate_produced_batch(buf: Buffer, pos: int, budget: DecompressionBudget) -> ValidatedBatch:
+    """Validate the batch at ``buf[pos:]`` (see the module docstring); the buffer may continue
+    past it."""
+    header = validate_client_batch(buf, pos)
+    view = memoryview(buf)[pos + HEADER_SIZE : pos + header.size_bytes]
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    body: Buffer = view
+    if codec:
+        limit = budget.limit()
+        try:
+            body = decompress_bounded(codec, view, limit)
+        except DecompressionLimitError as exc:
+            budget.spend(limit)
+            exc.add_note(f"record batch of {header.record_count} records at position {pos}")
+            raise
+        budget.spend(len(body))
+    keyless, max_timestamp = check_records(body, header)
+    return ValidatedBatch(header, body, keyless, max_timestamp)
+
+
+def check_records(body: Buffer, header: BatchHeader) -> tuple[bool, int]:
+    """Walk the decompressed ``body`` of a batch with ``header`` (rules in the module
+    docstring); returns (a record has a null key, the largest record timestamp)."""
+    count = header.record_count
+    base_ts = header.base_timestamp
+    end = len(body)
+    pos = 0
+    keyless = False
+    max_ts = -1
+    delta = 0
+    try:
+        for delta in range(count):
+            if pos >= end:
+                raise InvalidRecordError(
+                    f"batch declares {count} records but holds {delta} "
+                    f"(recordCount {count}, lastOffsetDelta {header.last_offset_delta})"
+                )
+            length, pos = decode_varint(body, pos)
+            record_end = pos + length
+            if length < _MIN_RECORD_BYTES or record_end > end:
+                raise InvalidRecordError(
+                    f"record {delta}: length {length} does not fit the {end}-byte batch body"
+                )
+            pos += 1  # attributes: unused in v2
+            ts_delta, pos = decode_varint(body, pos)
+            offset_delta, pos = decode_varint(body, pos)
+            if offset_delta != delta:
+                raise InvalidRecordError(
+                    f"record {delta}: offset delta {offset_delta} (deltas must run 0, 1, ...)"
+                )
+            key_length, pos = decode_varint(body, pos)
+            if key_length < 0:
+                keyless = True
+            pos = _skip_bytes(pos, key_length, record_end, delta, "key")
+            value_length, pos = decode_varint(body, pos)
+            pos = _skip_bytes(pos, value_length, record_end, delta, "value")
+            header_count, pos = decode_varint(body, pos)
+            if header_count < 0 or header_count > record_end - pos:
+                raise InvalidRecordError(f"record {delta}: invalid header count {header_count}")
+            for _ in range(header_count):
+                name_length, pos = decode_varint(body, pos)
+                if name_length < 0:
+                    raise InvalidRecordError(f"record {delta}: header key length {name_length}")
+                pos = _skip_bytes(pos, name_length, record_end, delta, "header key")
+                value_length, pos = decode_varint(body, pos)
+                pos = _skip_bytes(pos, value_length, record_end, delta, "header value")
+            if pos != record_end:
+                raise InvalidRecordError(
+                    f"record {delta}: declares {length} bytes, its fields take "
+                    f"{length + pos - record_end}"
+                )
+            timestamp = base_ts + ts_delta
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise InvalidRecordError(f"record {delta}: timestamp {timestamp} is not an int64")
+            if timestamp > max_ts:
+                max_ts = timestamp
+    except VarintError as exc:
+        raise InvalidRecordError(f"record {delta}: {exc}") from None
+    if pos != end:
+        raise InvalidRecordError(f"{end - pos} bytes after the batch's {count} records")
+    return keyless, max_ts
+
+
+def _skip_bytes(pos: int, length: int, record_end: int, delta: int, field: str) -> int:
+    """The position after a ``length``-prefixed field (-1: null, nothing follows)."""
+    if length < -1 or pos + length > record_end:
+        raise InvalidRecordError(f"record {delta}: {field} length {length} overruns the record")
+    return pos + max(length, 0)
