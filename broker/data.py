@@ -21,8 +21,10 @@ import anyio
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
 from odradek.protocol import messages as m
+from odradek.protocol.compression import CompressionError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
+from odradek.protocol.records import CorruptRecordError
 from odradek.protocol.validate import DecompressionBudget
 from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
 from odradek.storage.log import Log
@@ -268,6 +270,14 @@ class DataApi:
                         result.offset, result.timestamp = found
                 except (StorageError, OSError) as exc:
                     result.error_code = error_code_for(exc)
+                except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
+                    result.error_code = error_code_for(exc)
+                    self.ctx.log.warning(
+                        "unreadable batch",
+                        topic=topic.name,
+                        partition=lp.partition_index,
+                        reason=str(exc),
+                    )
             topics.append(m.ListOffsetsTopicResponse(name=topic.name, partitions=parts))
         return m.ListOffsetsResponse(correlation_id=req.correlation_id, topics=topics)
 

@@ -241,18 +241,25 @@ def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -
     _BASE_OFFSET.pack_into(buf, pos, base_offset)
 
 
-def decode_records(batch: Buffer) -> list[Record]:
+def decode_records(batch: Buffer, *, max_decompressed_bytes: int | None = None) -> list[Record]:
     """Decode every record of one validated v2 batch (decompressing its body if needed).
 
     Offsets and timestamps are absolute. Under LogAppendTime every record carries the batch's
-    maxTimestamp, as Kafka reports it.
+    maxTimestamp, as Kafka reports it. ``max_decompressed_bytes``: refuse a body that
+    decompresses to more (:class:`~odradek.protocol.compression.DecompressionLimitError`),
+    without expanding it; None: no bound (a trusted batch).
     """
     header = parse_batch_header(batch)
     body = bytes(batch[HEADER_SIZE : header.size_bytes])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         try:
-            body = _compression.decompress(codec, body)
+            if max_decompressed_bytes is None:
+                body = _compression.decompress(codec, body)
+            else:
+                body = _compression.decompress_bounded(codec, body, max_decompressed_bytes)
+        except _compression.DecompressionLimitError:
+            raise
         except _compression.CompressionError as exc:
             raise CorruptRecordError(
                 f"record batch at offset {header.base_offset}: {exc}"

@@ -41,8 +41,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import Record, decode_records
+from odradek.protocol.records import CorruptRecordError, Record, decode_records
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
@@ -353,7 +355,13 @@ class LogSegment:
             if entry.max_timestamp < timestamp_ms or entry.last_offset < start_offset:
                 continue
             data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
-            for record in _decode_entry(data, entry.magic):
+            try:
+                records = _decode_entry(data, entry.magic)
+            except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
+                raise CorruptRecordError(
+                    f"{self.log_path} position {entry.position}: unreadable batch: {exc}"
+                ) from None
+            for record in records:
                 if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
                     return record.offset, record.timestamp_ms
         return None
@@ -404,4 +412,8 @@ class LogSegment:
 
 
 def _decode_entry(data: bytes, magic: int) -> list[Record]:
-    return decode_records(data) if magic == 2 else decode_legacy_records(data)
+    """The records of one stored entry; a v2 body that decompresses to more than a produced
+    batch may is refused, not expanded (a bomb stored before produce validated records)."""
+    if magic == 2:
+        return decode_records(data, max_decompressed_bytes=DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES)
+    return decode_legacy_records(data)

@@ -34,8 +34,8 @@ from odradek.protocol.records import (
     LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
-    parse_batch_header,
 )
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.protocol.varint import VarintError, decode_varint
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "OFFSET_DELTA",
     "RawRecord",
     "batch_body",
-    "check_keys",
     "empty_batch",
     "raw_records",
     "rebuild_batch",
@@ -68,12 +67,15 @@ _NULL_LENGTH = 0x01  # the zig-zag varint of -1, one byte
 
 
 def batch_body(batch: bytes | memoryview, header: BatchHeader) -> bytes:
-    """The batch's record bytes, decompressed."""
+    """The batch's record bytes, decompressed; no more than a produced batch may decompress to
+    (a bigger body was stored before produce validated records: refused, not expanded)."""
     body = bytes(batch[HEADER_SIZE : header.size_bytes])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec and body:
         try:
-            body = _compression.decompress(codec, body)
+            body = _compression.decompress_bounded(
+                codec, body, DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
+            )
         except _compression.CompressionError as exc:
             raise CorruptRecordError(f"batch at offset {header.base_offset}: {exc}") from None
     return body
@@ -161,20 +163,3 @@ def empty_batch(batch: bytes | memoryview, header: BatchHeader) -> bytes:
     _ATTRIBUTES.pack_into(out, _ATTRIBUTES_AT, header.attributes & ~ATTR_COMPRESSION_MASK)
     _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
-
-
-def check_keys(batch: bytes | memoryview, pos: int = 0) -> None:
-    """Raise :class:`CorruptRecordError` if a record of the batch at ``pos`` has no key.
-
-    Kafka refuses such records for compacted topics ("Compacted topic cannot accept message
-    without key").
-    """
-    view = memoryview(batch)[pos:]
-    header = parse_batch_header(view)
-    body = batch_body(view, header)
-    for record in raw_records(body, header.record_count):
-        if record[KEY] is None:
-            raise CorruptRecordError(
-                "Compacted topic cannot accept message without key (offset delta "
-                f"{record[OFFSET_DELTA]})"
-            )
