@@ -2,7 +2,13 @@
 
 Produce appends on the event loop: a page-cache write of one request's batches (``pwritev``)
 costs less than handing it to a worker thread, and doing every append on the loop keeps one
-writer per partition and per-partition order with no lock. The fsync for ``acks=all`` is the
+writer per partition and per-partition order with no lock. Validating a large or compressed
+request is not cheap (every record is walked, bodies decompressed within the request's
+``message.max.decompressed.bytes`` / ``produce.request.max.decompressed.bytes`` budget,
+maybe re-encoded for ``compression.type``): that step runs in a worker thread first, while
+the connection's reader waits for it (so the connection's requests stay in order), and the
+append that follows checks that the log and its config are still the ones it was validated
+against (else it validates again, on the loop). The fsync for ``acks=all`` is the
 only slow part, and it runs in the group-commit thread (:mod:`odradek.broker.durability`).
 
 Fetch builds its response header from segment positions alone (:class:`FileRegion`), and the
@@ -25,7 +31,9 @@ from odradek.protocol.compression import CompressionError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
 from odradek.protocol.records import CorruptRecordError
-from odradek.protocol.validate import DecompressionBudget
+from odradek.protocol.validate import DecompressionBudget, has_compressed_batch
+from odradek.storage.append import PreparedAppend
+from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
 from odradek.storage.log import Log
 from odradek.storage.segment import FileRegion
@@ -45,6 +53,24 @@ class Reply:
     @property
     def raw_bytes(self) -> int:
         return sum(len(b) for b in self.buffers) + sum(r.length for r in self.regions)
+
+
+_Section = tuple[str, m.ProducePartitionData, memoryview]  # topic, partition, its records
+# A section prepared in a worker thread: the log and config it was validated against, and the
+# result (or the exception to answer with).
+_Prepared = tuple[Log, LogConfig, PreparedAppend | Exception]
+_WORKER_BYTES = 64 * 1024  # uncompressed records below this are validated on the loop
+
+
+def _needs_worker(sections: list[_Section]) -> bool:
+    """Whether validating ``sections`` is worth a worker thread: a compressed batch (its
+    body must be decompressed, maybe re-encoded) or ``_WORKER_BYTES`` of records."""
+    total = 0
+    for _, _, records in sections:
+        total += len(records)
+        if total >= _WORKER_BYTES or has_compressed_batch(records):
+            return True
+    return False
 
 
 class _Rejections:
@@ -94,17 +120,56 @@ class DataApi:
 
     # -- Produce ---------------------------------------------------------------------------
 
-    def produce(
+    async def produce(
         self, req: m.ProduceRequest, raw: memoryview
     ) -> Awaitable[m.ProduceResponse | None]:
-        """Append every partition's batches *now*; the awaitable returned waits until they are
-        fsynced (acks=all) and gives the response (``None`` for acks=0).
+        """Validate and append every partition's batches; the awaitable returned waits until
+        they are fsynced (acks=all) and gives the response (``None`` for acks=0).
 
-        The appends happen in this call, not when the awaitable runs: the connection calls it
-        in arrival order, so pipelined requests are appended in the order they were sent,
-        whatever order the event loop starts the tasks that await them in (trio's is not
-        first-in, first-out). Per-partition failures are answered, never raised.
+        The connection's reader awaits this call itself, request after request, so pipelined
+        requests are appended in the order they were sent, whatever order the event loop
+        starts the tasks that await the returned awaitables in (trio's is not first-in,
+        first-out). Heavy validation (a compressed batch, or at least ``_WORKER_BYTES`` of
+        records: decompression, the record walk, re-encoding) runs in a worker thread while
+        the reader waits; the appends then run on the loop (module docstring).
+        Per-partition failures are answered, never raised.
         """
+        ctx = self.ctx
+        sections = list(m.record_sections(req, raw))
+        budget = DecompressionBudget(
+            ctx.config.int("message.max.decompressed.bytes"),
+            ctx.config.int("produce.request.max.decompressed.bytes"),
+        )
+        prepared: dict[int, _Prepared] = {}
+        if req.acks in m.VALID_ACKS and _needs_worker(sections):
+            prepared = await anyio.to_thread.run_sync(self._prepare, sections, budget)
+        return self._append(req, sections, budget, prepared)
+
+    def _prepare(
+        self, sections: list[_Section], budget: DecompressionBudget
+    ) -> dict[int, _Prepared]:
+        """Step 1 of each section's append (:func:`odradek.storage.append.prepare_append`), in a
+        worker thread: it reads only the request and each log's config."""
+        logs = self.ctx.manager.logs
+        prepared: dict[int, _Prepared] = {}
+        for i, (topic, part, records) in enumerate(sections):
+            log = logs.get((topic, part.partition_index))
+            if log is None:
+                continue
+            config = log.config
+            try:
+                prepared[i] = (log, config, log.prepare_append(records, budget))
+            except Exception as exc:  # answered on the loop, as an append's failure
+                prepared[i] = (log, config, exc)
+        return prepared
+
+    def _append(
+        self,
+        req: m.ProduceRequest,
+        sections: list[_Section],
+        budget: DecompressionBudget,
+        prepared: dict[int, _Prepared],
+    ) -> Awaitable[m.ProduceResponse | None]:
         ctx = self.ctx
         now_ms = ctx.manager.clock_ms()
         by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
@@ -112,11 +177,7 @@ class DataApi:
         acks_ok = req.acks in m.VALID_ACKS
         appended = False
         rejections = _Rejections()
-        budget = DecompressionBudget(
-            ctx.config.int("message.max.decompressed.bytes"),
-            ctx.config.int("produce.request.max.decompressed.bytes"),
-        )
-        for topic, part, records in m.record_sections(req, raw):
+        for i, (topic, part, records) in enumerate(sections):
             result = m.ProducePartitionResponse(partition_index=part.partition_index)
             by_topic.setdefault(topic, []).append(result)
             if not acks_ok:
@@ -125,7 +186,13 @@ class DataApi:
             log = None
             try:
                 log = self._log(topic, part.partition_index)
-                info = log.append(records, now_ms=now_ms, budget=budget)
+                ready = prepared.get(i)
+                if ready is None or ready[0] is not log or ready[1] is not log.config:
+                    info = log.append(records, now_ms=now_ms, budget=budget)  # (again) here
+                elif isinstance(ready[2], Exception):
+                    raise ready[2]
+                else:
+                    info = log.append(records, now_ms=now_ms, prepared=ready[2])
             except OSError as exc:
                 if log is not None:
                     ctx.storage_failed(log, exc)

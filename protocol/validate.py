@@ -36,6 +36,7 @@ from odradek.protocol.compression import DecompressionLimitError, decompress_bou
 from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     Buffer,
     InvalidRecordError,
@@ -49,6 +50,7 @@ __all__ = [
     "DecompressionBudget",
     "ValidatedBatch",
     "check_records",
+    "has_compressed_batch",
     "validate_produced_batch",
 ]
 
@@ -176,6 +178,21 @@ def check_records(body: Buffer, header: BatchHeader) -> tuple[bool, int]:
     if pos != end:
         raise InvalidRecordError(f"{end - pos} bytes after the batch's {count} records")
     return keyless, max_ts
+
+
+def has_compressed_batch(buf: Buffer) -> bool:
+    """Whether a batch of the back-to-back batches in ``buf`` has a codec (only the headers
+    are read; a malformed length ends the walk: validation will say what is wrong)."""
+    pos = 0
+    end = len(buf) - HEADER_SIZE
+    while pos <= end:
+        if buf[pos + 22] & ATTR_COMPRESSION_MASK:  # the low byte of the int16 attributes
+            return True
+        batch_length = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True)
+        if batch_length <= 0:
+            return False
+        pos += LOG_OVERHEAD + batch_length
+    return False
 
 
 def _skip_bytes(pos: int, length: int, record_end: int, delta: int, field: str) -> int:

@@ -5,11 +5,9 @@ which on one node is also the high watermark). ``recovery_point`` ≤ ``next_off
 offset below which every byte is known to be on disk (fsynced).
 
 Append (:meth:`Log.append`), for the bytes of one produce request to this partition:
-1. Every batch is validated record by record as Kafka's LogValidator does
-   (:func:`odradek.protocol.validate.validate_produced_batch`: envelope, every record, the
-   count, consecutive offset deltas, compressed bodies decompressed within the request's
-   :class:`~odradek.protocol.validate.DecompressionBudget`) and checked against
-   ``max.message.bytes``, before any byte is written: a bad request writes nothing.
+1. Every batch is validated record by record as Kafka's LogValidator does, re-encoded if
+   ``compression.type`` says so and checked against ``max.message.bytes`` before any byte is
+   written: a bad request writes nothing (:mod:`odradek.storage.append`).
 2. Offsets are assigned by writing a new baseOffset in front of each batch's bytes 8..end
    (the CRC does not cover bytes 0..7), so a batch is never re-encoded. Under
    ``message.timestamp.type=LogAppendTime``, or when a batch's maxTimestamp is not the largest
@@ -20,6 +18,10 @@ Append (:meth:`Log.append`), for the bytes of one produce request to this partit
    append would overflow it (size, age, full index, relative offsets: Kafka's shouldRoll);
    then all batches go out in one ``pwritev``.
 4. ``next_offset`` is published last, so concurrent readers never see a partial append.
+
+Steps 1 (validation, re-encoding) and 2-4 (the write) are :meth:`Log.prepare_append` and
+:meth:`Log.append`: the broker may prepare a heavy append in a worker thread (it reads only
+the config, and is made again if the config changed meanwhile), then append on the event loop.
 
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
@@ -47,21 +49,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.protocol.recompress import recompress_batch, target_codec
-from odradek.protocol.records import (
-    ATTR_LOG_APPEND_TIME,
-    BatchHeader,
-    CorruptRecordError,
-    InvalidRecordError,
-    parse_batch_header,
-    recompute_crc,
-)
-from odradek.protocol.validate import DecompressionBudget, validate_produced_batch
+from odradek.protocol.records import ATTR_LOG_APPEND_TIME, recompute_crc
+from odradek.protocol.validate import DecompressionBudget
+from odradek.storage.append import PreparedAppend, prepare_append
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.config import LogConfig
-from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from odradek.storage.errors import OffsetOutOfRangeError
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
-from odradek.storage.segment import INT32_MAX, FileRegion, LogSegment
+from odradek.storage.segment import FileRegion, LogSegment
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
@@ -173,57 +168,30 @@ class Log:
 
     # -- appending -------------------------------------------------------------------------
 
+    def prepare_append(
+        self, records: bytes | bytearray | memoryview, budget: DecompressionBudget | None = None
+    ) -> PreparedAppend:
+        """Step 1 of :meth:`append` (:func:`odradek.storage.append.prepare_append`): CPU work
+        that reads nothing but ``self.config``, so the caller may run it in a worker thread
+        while this log is appended to (module docstring)."""
+        return prepare_append(records, self.config, f"{self.topic}-{self.partition}", budget)
+
     def append(
         self,
         records: bytes | bytearray | memoryview,
         *,
         now_ms: int,
         budget: DecompressionBudget | None = None,
+        prepared: PreparedAppend | None = None,
     ) -> AppendInfo:
         """Validate, assign offsets to and append the batches in ``records`` (see module doc).
 
-        ``budget`` bounds what compressed batches may decompress to (the request's, shared by
-        its partitions); None: one of :meth:`DecompressionBudget.default` for this call.
+        ``prepared``: what :meth:`prepare_append` made of ``records`` (in a worker thread); it
+        is made again here if this log's config changed since.
         """
-        view = memoryview(records).cast("B")
-        budget = budget if budget is not None else DecompressionBudget.default()
-        batches: list[tuple[memoryview, BatchHeader, int]] = []  # with the true maxTimestamp
-        position = 0
-        record_count = 0
-        size = 0
-        codec = target_codec(self.config.compression_type)
-        while position < len(view):
-            checked = validate_produced_batch(view, position, budget)
-            header = checked.header
-            batch = view[position : position + header.size_bytes]
-            position += header.size_bytes
-            if self.config.compact and checked.has_keyless_record:
-                raise InvalidRecordError(
-                    f"Compacted topic cannot accept message without key in {self.topic}-"
-                    f"{self.partition}"
-                )
-            if codec is not None and header.compression != codec:  # topic compression.type
-                batch = memoryview(recompress_batch(batch, codec, checked.body))
-                header = parse_batch_header(batch)
-            if header.size_bytes > self.config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes} of {self.topic}-{self.partition}"
-                )
-            batches.append((batch, header, checked.max_record_timestamp))
-            record_count += header.record_count
-            size += header.size_bytes
-        if not batches:
-            raise CorruptRecordError("produce request holds no record batch")
-        if size > self.config.segment_bytes:
-            raise RecordTooLargeError(
-                f"{size} bytes in one append exceed segment.bytes {self.config.segment_bytes}"
-            )
-        if record_count - 1 > INT32_MAX:
-            raise RecordTooLargeError(
-                f"{record_count} records in one append exceed the {INT32_MAX + 1} offsets "
-                "a segment can index"
-            )
+        if prepared is None or prepared.config is not self.config:
+            prepared = self.prepare_append(records, budget)
+        batches, record_count, size = prepared.batches, prepared.record_count, prepared.size_bytes
 
         first_offset = offset = self.next_offset
         buffers: list[bytes | bytearray | memoryview] = []

@@ -356,3 +356,31 @@ def test_a_poisoned_compacted_partition_does_not_stop_the_cleaner(tmp_path: Path
         assert not broker.events("log cleaning failed")
     finally:
         broker.stop()
+
+
+# -- validation in a worker thread keeps a connection's order ---------------------------------
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@pytest.mark.parametrize("acks", [m.ACKS_ALL, m.ACKS_LEADER])
+def test_pipelined_compressed_and_plain_produces_keep_their_order(
+    backend: str, acks: int, tmp_path: Path
+) -> None:
+    """Compressed requests are validated in a worker thread, small plain ones on the loop:
+    pipelined on one connection, alternating, they are still appended in sending order."""
+    broker = BrokerProcess([tmp_path / "logs"], backend=backend)
+    with broker, Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("ordered")
+        sent = []
+        for round_number in range(10):
+            ids = []
+            for i in range(8):
+                tag = f"r{round_number}-{i}-"
+                data = batch(1, tag=tag, compression=4 if i % 2 else 0)
+                request, raw = wire.produce_request([("ordered", 0, data)], acks)
+                ids.append(wire.send(request, raw))
+                sent.append(f"{tag}0".encode())
+            for _ in ids:
+                response, _ = wire.recv()
+                assert response.topics[0].partitions[0].error_code == 0
+        assert [r.value for r in fetch_all(wire, "ordered")] == sent
