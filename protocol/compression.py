@@ -16,9 +16,9 @@ Every codec here is pure bytes in, bytes out (sans-I/O); errors surface as
 Untrusted input (a produced batch, a stored batch read back) goes through
 :func:`decompress_bounded`, which never produces nor allocates more than ``max_bytes + 1``
 bytes of output, however small the input (a 33 KB zstd frame may expand to 2 GiB): gzip
-streams through :mod:`zlib` with ``max_length``; zstd and lz4 decompress into a buffer that
-starts at a few times the input and doubles up to ``max_bytes + 1`` (a codec that fills the
-largest buffer is over the limit); snappy blocks declare their length up front and are checked
+streams through :mod:`zlib` with ``max_length``; zstd and lz4 decompress into a buffer of a few
+times the input, then, if that is too small, one of ``max_bytes + 1`` (a codec that fills it is
+over the limit); snappy blocks declare their length up front and are checked
 before they are decompressed. Over the limit: :class:`DecompressionLimitError`.
 """
 
@@ -137,23 +137,26 @@ def _gzip_bounded(data: bytes | memoryview, max_bytes: int) -> bytes:
 
 
 def _into_growing_buffer(codec: int, data: bytes | memoryview, max_bytes: int) -> bytes:
+    """Two attempts: a buffer of a few times the input (most batches), then one of
+    ``max_bytes + 1``. No sizes in between: each would be a differently sized transient
+    allocation, and in worker threads those fragment the allocator's arenas (measured: RSS
+    ratcheting up to ~1 GiB under a flood of bombs); one large buffer is mapped and unmapped
+    whole."""
     module = cramjam.zstd if codec == ZSTD else cramjam.lz4
-    size = min(max_bytes + 1, max(_FIRST_BUFFER_BYTES, _GROWTH_RATIO * len(data)))
-    while True:
+    first = min(max_bytes + 1, max(_FIRST_BUFFER_BYTES, _GROWTH_RATIO * len(data)))
+    for size in (first, max_bytes + 1) if first <= max_bytes else (first,):
         buffer = bytearray(size)
         try:
             written = module.decompress_into(data, buffer)
         except cramjam.DecompressionError as exc:
             if _BUFFER_TOO_SMALL not in str(exc):
                 raise
-            if size > max_bytes:
-                raise DecompressionLimitError(codec, max_bytes) from None
-            size = min(max_bytes + 1, size * 2)
+            del buffer
             continue
         if written > max_bytes:
-            raise DecompressionLimitError(codec, max_bytes)
-        del buffer[written:]
-        return bytes(buffer)
+            break
+        return bytes(memoryview(buffer)[:written])
+    raise DecompressionLimitError(codec, max_bytes)
 
 
 def _xerial_compress(data: bytes) -> bytes:
@@ -166,16 +169,17 @@ def _xerial_compress(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block(block: bytes, budget: int | None) -> bytes:
-    """One raw snappy block, its declared length checked against ``budget`` first."""
+def _snappy_block(block: bytes, budget: int | None, max_bytes: int | None) -> bytes:
+    """One raw snappy block, its declared length checked against ``budget`` (what is left
+    of ``max_bytes``) first."""
     if budget is not None and cramjam.snappy.decompress_raw_len(block) > budget:
-        raise DecompressionLimitError(SNAPPY, budget)
+        raise DecompressionLimitError(SNAPPY, max_bytes or 0)
     return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _xerial_decompress(data: bytes, max_bytes: int | None) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_block(data, max_bytes)
+        return _snappy_block(data, max_bytes, max_bytes)
     if len(data) < len(_XERIAL_HEADER):
         raise CompressionError("truncated xerial snappy header")
     pos = len(_XERIAL_HEADER)
@@ -189,7 +193,7 @@ def _xerial_decompress(data: bytes, max_bytes: int | None) -> bytes:
         if length < 0 or pos + length > len(data):
             raise CompressionError(f"xerial snappy block of {length} bytes overruns the data")
         budget = None if max_bytes is None else max_bytes - total
-        block = _snappy_block(data[pos : pos + length], budget)
+        block = _snappy_block(data[pos : pos + length], budget, max_bytes)
         total += len(block)
         out.append(block)
         pos += length
