@@ -16,10 +16,10 @@ Every codec here is pure bytes in, bytes out (sans-I/O); errors surface as
 Untrusted input (a produced batch, a stored batch read back) goes through
 :func:`decompress_bounded`, which never produces nor allocates more than ``max_bytes + 1``
 bytes of output, however small the input (a 33 KB zstd frame may expand to 2 GiB): gzip
-streams through :mod:`zlib` with ``max_length``; zstd and lz4 decompress into a buffer of a few
-times the input, then, if that is too small, one of ``max_bytes + 1`` (a codec that fills it is
-over the limit); snappy blocks declare their length up front and are checked
-before they are decompressed. Over the limit: :class:`DecompressionLimitError`.
+streams through :mod:`zlib` with ``max_length``; zstd and lz4 decompress into a buffer of 8,
+then 256 times the input, then one of ``max_bytes + 1`` (a codec that fills it is over the
+limit); snappy blocks declare their length up front and are checked before they are
+decompressed. Over the limit: :class:`DecompressionLimitError`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class DecompressionLimitError(CompressionError):
 
 
 _FIRST_BUFFER_BYTES = 64 * 1024
-_GROWTH_RATIO = 8  # first buffer: this many times the input (most batches fit at once)
+_RATIOS = (8, 256)  # buffer sizes tried before the limit, as multiples of the input
 _BUFFER_TOO_SMALL = "failed to write whole buffer"  # cramjam's message for a full buffer
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 
@@ -137,14 +137,15 @@ def _gzip_bounded(data: bytes | memoryview, max_bytes: int) -> bytes:
 
 
 def _into_growing_buffer(codec: int, data: bytes | memoryview, max_bytes: int) -> bytes:
-    """Two attempts: a buffer of a few times the input (most batches), then one of
-    ``max_bytes + 1``. No sizes in between: each would be a differently sized transient
-    allocation, and in worker threads those fragment the allocator's arenas (measured: RSS
-    ratcheting up to ~1 GiB under a flood of bombs); one large buffer is mapped and unmapped
-    whole."""
+    """At most three attempts: buffers of 8 and 256 times the input (almost every real batch:
+    JSON compresses ~10x, a run of one byte ~100x), then one of ``max_bytes + 1`` (a bomb
+    expands ~30,000x). Few sizes, each proportional to the input: a ladder of doublings would
+    make many differently sized transient allocations, and in worker threads those fragment
+    the allocator's arenas (measured: RSS ratcheting up to ~1 GiB under a flood of bombs)."""
     module = cramjam.zstd if codec == ZSTD else cramjam.lz4
-    first = min(max_bytes + 1, max(_FIRST_BUFFER_BYTES, _GROWTH_RATIO * len(data)))
-    for size in (first, max_bytes + 1) if first <= max_bytes else (first,):
+    limit = max_bytes + 1
+    sizes = sorted({min(limit, max(_FIRST_BUFFER_BYTES, r * len(data))) for r in _RATIOS} | {limit})
+    for size in sizes:
         buffer = bytearray(size)
         try:
             written = module.decompress_into(data, buffer)
