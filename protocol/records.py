@@ -233,6 +233,11 @@ def validate_client_batch(buf: Buffer, pos: int = 0) -> BatchHeader:
         )
     if header.is_control:
         raise InvalidRecordError("clients may not write control batches")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(
+            f"invalid sequence number {header.base_sequence} in a batch of producer id "
+            f"{header.producer_id}"
+        )
     return header
 
 
