@@ -55,6 +55,7 @@ import anyio.to_thread
 from odradek.broker.context import BrokerContext
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.validate import stored_batch_bound
 from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
@@ -235,8 +236,9 @@ async def clean_log(
     started = time.perf_counter()
     now_ms = ctx.manager.clock_ms()
     stats = CleaningStats()
+    max_body_bytes = stored_batch_bound(ctx.config.int("message.max.decompressed.bytes"))
     end_offset = await anyio.to_thread.run_sync(
-        build_offset_map, chosen, offset_map, stats, throttle
+        build_offset_map, chosen, offset_map, stats, throttle, max_body_bytes
     )
     for group in plan_groups(log, end_offset):
         if not _is_live(ctx, log):
@@ -244,7 +246,14 @@ async def clean_log(
             break
         cleaned = await anyio.to_thread.run_sync(
             functools.partial(
-                clean_group, log, group, offset_map, stats, now_ms=now_ms, throttle=throttle
+                clean_group,
+                log,
+                group,
+                offset_map,
+                stats,
+                now_ms=now_ms,
+                throttle=throttle,
+                max_body_bytes=max_body_bytes,
             )
         )
         if not _is_live(ctx, log):

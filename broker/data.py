@@ -31,7 +31,11 @@ from odradek.protocol.compression import CompressionError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
 from odradek.protocol.records import CorruptRecordError
-from odradek.protocol.validate import DecompressionBudget, has_compressed_batch
+from odradek.protocol.validate import (
+    DecompressionBudget,
+    has_compressed_batch,
+    stored_batch_bound,
+)
 from odradek.storage.append import PreparedAppend
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError, StorageError, UnknownTopicOrPartitionError
@@ -317,6 +321,7 @@ class DataApi:
     # -- ListOffsets / DeleteRecords -------------------------------------------------------
 
     async def list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        max_body_bytes = stored_batch_bound(self.ctx.config.int("message.max.decompressed.bytes"))
         topics = []
         for topic in req.topics:
             parts = []
@@ -331,7 +336,7 @@ class DataApi:
                     continue
                 try:
                     found = self._log(topic.name, lp.partition_index).offset_for_timestamp(
-                        lp.timestamp
+                        lp.timestamp, max_body_bytes
                     )
                     if found is not None:
                         result.offset, result.timestamp = found

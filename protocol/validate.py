@@ -51,6 +51,7 @@ __all__ = [
     "ValidatedBatch",
     "check_records",
     "has_compressed_batch",
+    "stored_batch_bound",
     "validate_produced_batch",
 ]
 
@@ -63,6 +64,14 @@ DEFAULT_REQUEST_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
 
 _MIN_RECORD_BYTES = 6  # attributes, then five one-byte varints (Kafka's minimum record size)
 _INT64_MAX = 2**63 - 1
+
+
+def stored_batch_bound(produce_bound_bytes: int) -> int:
+    """What a *stored* batch may decompress to when read back (ListOffsets, the cleaner): never
+    less than what produce accepts now (``message.max.decompressed.bytes``), nor less than the
+    default (a batch accepted under it before the key was lowered stays readable). A bigger
+    body was stored before produce validated records: refused, never expanded."""
+    return max(produce_bound_bytes, DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES)
 
 
 class DecompressionBudget:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol.records import ATTR_LOG_APPEND_TIME, recompute_crc
-from odradek.protocol.validate import DecompressionBudget
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from odradek.storage.append import PreparedAppend, prepare_append
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.config import LogConfig
@@ -310,11 +310,15 @@ class Log:
                 return FetchInfo(region, end, start)
         return FetchInfo(None, end, start)
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(
+        self, timestamp_ms: int, max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
+    ) -> tuple[int, int] | None:
         """ListOffsets: ``(offset, timestamp)`` of the first record with timestamp ≥ the target.
 
         ``-2`` (earliest) gives the log start offset, ``-1`` (latest) the log end offset, both
-        with timestamp -1. None if no record is that recent.
+        with timestamp -1. None if no record is that recent. A stored batch that does not
+        decode, or decompresses to more than ``max_body_bytes``, raises ``CorruptRecordError``
+        naming its file and position.
         """
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return self.log_start_offset, -1
@@ -323,7 +327,9 @@ class Log:
         for segment in list(self.segments):
             if segment.max_timestamp < timestamp_ms:
                 continue
-            found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+            found = segment.find_offset_by_timestamp(
+                timestamp_ms, self.log_start_offset, max_body_bytes
+            )
             if found is not None:
                 return found
         return None

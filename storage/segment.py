@@ -345,10 +345,15 @@ class LogSegment:
         return next_offset
 
     def find_offset_by_timestamp(
-        self, timestamp_ms: int, start_offset: int
+        self,
+        timestamp_ms: int,
+        start_offset: int,
+        max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
     ) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp ≥ ``timestamp_ms`` and
-        offset ≥ ``start_offset``, or None if this segment has none."""
+        offset ≥ ``start_offset``, or None if this segment has none. A batch that does not
+        decode (or decompresses to more than ``max_body_bytes``) raises
+        :class:`CorruptRecordError` naming this file and its position."""
         _, index_offset = self.time_index.lookup(timestamp_ms)
         _, position = self.offset_index.lookup(max(index_offset, start_offset))
         for entry in scan_entries(self.file.fileno(), position, self.size_bytes):
@@ -356,7 +361,7 @@ class LogSegment:
                 continue
             data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
             try:
-                records = _decode_entry(data, entry.magic)
+                records = _decode_entry(data, entry.magic, max_body_bytes)
             except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
                 raise CorruptRecordError(
                     f"{self.log_path} position {entry.position}: unreadable batch: {exc}"
@@ -411,9 +416,9 @@ class LogSegment:
         return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
 
 
-def _decode_entry(data: bytes, magic: int) -> list[Record]:
-    """The records of one stored entry; a v2 body that decompresses to more than a produced
-    batch may is refused, not expanded (a bomb stored before produce validated records)."""
+def _decode_entry(data: bytes, magic: int, max_body_bytes: int) -> list[Record]:
+    """The records of one stored entry; a v2 body over ``max_body_bytes`` decompressed is
+    refused, not expanded (a bomb stored before produce validated records)."""
     if magic == 2:
-        return decode_records(data, max_decompressed_bytes=DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES)
+        return decode_records(data, max_decompressed_bytes=max_body_bytes)
     return decode_legacy_records(data)

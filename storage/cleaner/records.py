@@ -66,16 +66,19 @@ OFFSET_DELTA, KEY, IS_TOMBSTONE, START, END = range(5)
 _NULL_LENGTH = 0x01  # the zig-zag varint of -1, one byte
 
 
-def batch_body(batch: bytes | memoryview, header: BatchHeader) -> bytes:
-    """The batch's record bytes, decompressed; no more than a produced batch may decompress to
-    (a bigger body was stored before produce validated records: refused, not expanded)."""
+def batch_body(
+    batch: bytes | memoryview,
+    header: BatchHeader,
+    max_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
+) -> bytes:
+    """The batch's record bytes, decompressed; at most ``max_bytes`` of them
+    (:func:`odradek.protocol.validate.stored_batch_bound`: a bigger body was stored before
+    produce validated records, and is refused, not expanded)."""
     body = bytes(batch[HEADER_SIZE : header.size_bytes])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec and body:
         try:
-            body = _compression.decompress_bounded(
-                codec, body, DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
-            )
+            body = _compression.decompress_bounded(codec, body, max_bytes)
         except _compression.CompressionError as exc:
             raise CorruptRecordError(f"batch at offset {header.base_offset}: {exc}") from None
     return body

@@ -334,3 +334,18 @@ def test_pipelined_compressed_and_plain_produces_keep_their_order(
                 response, _ = wire.recv()
                 assert response.topics[0].partitions[0].error_code == 0
         assert [r.value for r in fetch_all(wire, "ordered")] == sent
+
+
+def test_a_raised_decompression_bound_is_honoured_when_reading_back(tmp_path: Path) -> None:
+    """An operator raises message.max.decompressed.bytes to 48 MiB: a batch of 40 MiB
+    decompressed is accepted, and ListOffsets by timestamp reads it back (the readers' bound
+    follows the key, or an honest batch would be refused as damaged)."""
+    big = forge(_zstd(records_of_bytes(40 << 20)), 1, codec=4)
+    broker = BrokerProcess(
+        [tmp_path / "logs"], overrides=[f"message.max.decompressed.bytes={48 << 20}"]
+    )
+    with broker, Wire(broker.port) as wire:  # type: ignore[arg-type]
+        wire.create_topic("big")
+        assert wire.produce("big", 0, big, acks=m.ACKS_ALL).error_code == 0
+        found = wire.list_offset("big", 0, 500)
+        assert (found.error_code, found.offset) == (0, 0), found
