@@ -56,9 +56,11 @@ class CompressionError(ValueError):
 class DecompressionLimitError(CompressionError):
     """Compressed bytes that decompress to more than the caller's limit."""
 
-    def __init__(self, codec: int, max_bytes: int) -> None:
+    def __init__(self, codec: int, max_bytes: int, bound: str = "") -> None:
+        """``bound``: the name of the limit, for the message (e.g. a config key)."""
         super().__init__(
             f"{_NAMES.get(codec, codec)} data decompresses to more than {max_bytes} bytes"
+            + (f" ({bound})" if bound else "")
         )
         self.max_bytes = max_bytes
 

@@ -7,7 +7,8 @@ jump past what a segment can index and plant a batch no consumer can read. So be
 is appended, :func:`validate_produced_batch`:
 
 1. checks the envelope (:func:`~odradek.protocol.records.validate_client_batch`: size, magic 2,
-   CRC-32C, ``recordCount > 0``, ``lastOffsetDelta == recordCount - 1``, not a control batch);
+   CRC-32C, ``recordCount > 0``, ``lastOffsetDelta == recordCount - 1``, not a control batch,
+   a sequence number if it has a producer id);
 2. decompresses the body within a :class:`DecompressionBudget`
    (:func:`~odradek.protocol.compression.decompress_bounded`: never more than the budget's
    limit in memory; a bomb is refused, not expanded);
@@ -15,7 +16,8 @@ is appended, :func:`validate_produced_batch`:
    ``length`` at least 6 and within the body; offset deltas ``0, 1, ..., recordCount - 1``;
    key, value and header lengths ``>= -1`` (header keys ``>= 0``) and within the record; the
    fields ending exactly at ``length``; exactly ``recordCount`` records, then no byte more;
-   every ``baseTimestamp + timestampDelta`` an int64.
+   the largest ``baseTimestamp + timestampDelta`` an int64 (it becomes the batch's
+   maxTimestamp).
 
 Errors, as Kafka chooses them: a sound envelope whose contents break a rule raises
 :class:`~odradek.protocol.records.InvalidRecordError` (INVALID_RECORD); a bad envelope or a body
@@ -116,10 +118,14 @@ def validate_produced_batch(buf: Buffer, pos: int, budget: DecompressionBudget) 
         limit = budget.limit()
         try:
             body = decompress_bounded(codec, view, limit)
-        except DecompressionLimitError as exc:
+        except DecompressionLimitError:
             budget.spend(limit)
-            exc.add_note(f"record batch of {header.record_count} records at position {pos}")
-            raise
+            bound = (
+                "message.max.decompressed.bytes"
+                if limit == budget.per_batch_bytes
+                else "what is left of produce.request.max.decompressed.bytes"
+            )
+            raise DecompressionLimitError(codec, limit, bound) from None
         budget.spend(len(body))
     keyless, max_timestamp = check_records(body, header)
     return ValidatedBatch(header, body, keyless, max_timestamp)
