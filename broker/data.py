@@ -91,18 +91,18 @@ class _Rejections:
     EXAMPLES = 3
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
+        self.counts: dict[int, int] = {}  # error code -> partitions (named when logged)
         self.examples: list[dict[str, object]] = []
 
     def add(self, topic: str, partition: int, result: m.ProducePartitionResponse) -> None:
-        error = ErrorCode(result.error_code).name
-        self.counts[error] = self.counts.get(error, 0) + 1
+        code = result.error_code
+        self.counts[code] = self.counts.get(code, 0) + 1
         if len(self.examples) < self.EXAMPLES:
             self.examples.append(
                 {
                     "topic": topic,
                     "partition": partition,
-                    "error": error,
+                    "error": ErrorCode(code).name,
                     "reason": result.error_message,
                 }
             )
@@ -112,7 +112,7 @@ class _Rejections:
             logger.info(
                 "produce rejected",
                 partitions=sum(self.counts.values()),
-                errors=self.counts,
+                errors={ErrorCode(code).name: n for code, n in self.counts.items()},
                 examples=self.examples,
             )
 
