@@ -54,7 +54,6 @@ __all__ = [
     "InvalidRecordError",
     "Record",
     "TimestampType",
-    "decode_body",
     "decode_records",
     "encode_batch",
     "parse_batch_header",
@@ -62,6 +61,7 @@ __all__ = [
     "recompute_crc",
     "validate_batch",
     "validate_client_batch",
+    "with_body",
 ]
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the prefix every log entry (any magic) shares
@@ -86,6 +86,8 @@ _TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount (bytes 21..61)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _CRC_FIELD = struct.Struct(">I")
+_BATCH_LENGTH = struct.Struct(">i")  # also recordCount's layout
+_ATTRIBUTES = struct.Struct(">h")
 _MAX_CODEC = 4  # zstd; ids 5-7 are unassigned
 
 
@@ -269,11 +271,6 @@ def decode_records(batch: Buffer, *, max_decompressed_bytes: int | None = None) 
             raise CorruptRecordError(
                 f"record batch at offset {header.base_offset}: {exc}"
             ) from None
-    return decode_body(header, body)
-
-
-def decode_body(header: BatchHeader, body: bytes) -> list[Record]:
-    """The records of a batch with ``header`` from its (decompressed) ``body``."""
     base_offset = header.base_offset
     base_ts = header.base_timestamp
     log_append_ts = header.max_timestamp if header.attributes & ATTR_LOG_APPEND_TIME else None
@@ -493,6 +490,24 @@ def encode_batch(
         key, value, *rest = record
         builder.append(value, key, *rest)  # type: ignore[arg-type]
     return builder.build(base_offset, **build_options)  # type: ignore[arg-type]
+
+
+def with_body(
+    batch: Buffer, body: Buffer, *, codec: int | None = None, record_count: int | None = None
+) -> bytes:
+    """``batch``'s header with ``body`` (its records, compressed as the batch says) instead of
+    its own: a new batchLength and CRC; new codec bits and recordCount if given. Every other
+    header field (offset range, timestamps, producer fields) is kept."""
+    out = bytearray(batch[:HEADER_SIZE])
+    out += body
+    _BATCH_LENGTH.pack_into(out, 8, len(out) - LOG_OVERHEAD)
+    if codec is not None:
+        (attributes,) = _ATTRIBUTES.unpack_from(out, 21)
+        _ATTRIBUTES.pack_into(out, 21, (attributes & ~ATTR_COMPRESSION_MASK) | codec)
+    if record_count is not None:
+        _BATCH_LENGTH.pack_into(out, 57, record_count)
+    _CRC_FIELD.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
 
 
 def recompute_crc(buf: bytearray, pos: int = 0) -> None:

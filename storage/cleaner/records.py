@@ -22,18 +22,13 @@ replaces (which the swap recovery in :mod:`odradek.storage.loader` relies on).
 
 from __future__ import annotations
 
-import struct
-
-from crc32c import crc32c
-
 from odradek.protocol import compression as _compression
 from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
-    CRC_START,
     HEADER_SIZE,
-    LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
+    with_body,
 )
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.protocol.varint import VarintError, decode_varint
@@ -47,16 +42,6 @@ __all__ = [
     "raw_records",
     "rebuild_batch",
 ]
-
-_LENGTH = struct.Struct(">i")
-_CRC = struct.Struct(">I")
-_COUNT = struct.Struct(">i")
-_ATTRIBUTES = struct.Struct(">h")
-_LENGTH_AT = 8
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_COUNT_AT = 57
-
 
 # One record as :func:`raw_records` returns it (a plain tuple: it is made per record):
 # (offset delta, key or None, is a tombstone (null value), start, end) where ``body[start:end]``
@@ -150,19 +135,9 @@ def rebuild_batch(
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         records = _compression.compress(codec, records)
-    out = bytearray(batch[:HEADER_SIZE])
-    out += records
-    _LENGTH.pack_into(out, _LENGTH_AT, len(out) - LOG_OVERHEAD)
-    _COUNT.pack_into(out, _COUNT_AT, len(kept))
-    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return with_body(batch, records, record_count=len(kept))
 
 
 def empty_batch(batch: bytes | memoryview, header: BatchHeader) -> bytes:
     """``batch`` with no records and no codec: only its offset range and producer fields."""
-    out = bytearray(batch[:HEADER_SIZE])
-    _LENGTH.pack_into(out, _LENGTH_AT, HEADER_SIZE - LOG_OVERHEAD)
-    _COUNT.pack_into(out, _COUNT_AT, 0)
-    _ATTRIBUTES.pack_into(out, _ATTRIBUTES_AT, header.attributes & ~ATTR_COMPRESSION_MASK)
-    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return with_body(batch, b"", codec=0, record_count=0)
