@@ -10,7 +10,8 @@ Rules (before any byte is written, so a bad request writes nothing):
 - every batch passes :func:`odradek.protocol.validate.validate_produced_batch` (every record,
   compressed bodies within the request's decompression budget);
 - a compacted topic refuses a record without a key (INVALID_RECORD, as Kafka);
-- a batch (after re-encoding) is at most ``max.message.bytes``; the whole append at most
+- a batch is at most ``max.message.bytes``, checked first (as Kafka: an oversized batch costs
+  no decompression) and again after re-encoding; the whole append at most
   ``segment.bytes`` and at most 2^31 offsets, what one segment can index (its offsets are
   stored relative to its base as int32): MESSAGE_TOO_LARGE.
 """
@@ -21,6 +22,7 @@ from typing import NamedTuple
 
 from odradek.protocol.recompress import recompress_batch, target_codec
 from odradek.protocol.records import (
+    HEADER_SIZE,
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
@@ -62,6 +64,8 @@ def prepare_append(
     size = 0
     codec = target_codec(config.compression_type)
     while position < len(view):
+        if len(view) - position >= HEADER_SIZE:  # as Kafka: the size first, then the rest
+            _check_size(parse_batch_header(view, position).size_bytes, config, name)
         checked = validate_produced_batch(view, position, budget)
         header = checked.header
         batch = view[position : position + header.size_bytes]
@@ -71,11 +75,7 @@ def prepare_append(
         if codec is not None and header.compression != codec:
             batch = memoryview(recompress_batch(batch, codec, checked.body))
             header = parse_batch_header(batch)
-        if header.size_bytes > config.max_message_bytes:
-            raise RecordTooLargeError(
-                f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
-                f"{config.max_message_bytes} of {name}"
-            )
+            _check_size(header.size_bytes, config, name)
         batches.append((batch, header, checked.max_record_timestamp))
         record_count += header.record_count
         size += header.size_bytes
@@ -91,3 +91,11 @@ def prepare_append(
             "a segment can index"
         )
     return PreparedAppend(config, batches, record_count, size)
+
+
+def _check_size(size_bytes: int, config: LogConfig, name: str) -> None:
+    if size_bytes > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"batch of {size_bytes} bytes exceeds max.message.bytes "
+            f"{config.max_message_bytes} of {name}"
+        )

@@ -12,6 +12,7 @@ from odradek.storage import append as append_module
 from odradek.storage.append import prepare_append
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import RecordTooLargeError
+from tests.broker.forge import zstd_bomb
 from tests.storage.conftest import batch, config, open_log
 
 
@@ -39,3 +40,11 @@ def test_an_append_prepared_under_an_old_config_is_validated_again(log_dir: Path
     with pytest.raises(InvalidRecordError, match="without key"):
         log.append(keyless, now_ms=0, prepared=prepared)
     assert log.next_offset == 0
+
+
+def test_an_oversized_batch_is_refused_before_it_is_decompressed() -> None:
+    """As Kafka: max.message.bytes is checked on the batch as sent, before any record work
+    (a bomb over the limit costs no decompression: its refusal names the size, not a codec)."""
+    bomb = zstd_bomb(64)
+    with pytest.raises(RecordTooLargeError, match=r"exceeds max\.message\.bytes 1000"):
+        prepare_append(bomb, config(max_message_bytes=1000), "t-0")
