@@ -23,6 +23,8 @@ from typing import NamedTuple
 from odradek.protocol.recompress import recompress_batch, target_codec
 from odradek.protocol.records import (
     HEADER_SIZE,
+    MAGIC_OFFSET,
+    MAGIC_V2,
     BatchHeader,
     CorruptRecordError,
     InvalidRecordError,
@@ -64,8 +66,7 @@ def prepare_append(
     size = 0
     codec = target_codec(config.compression_type)
     while position < len(view):
-        if len(view) - position >= HEADER_SIZE:  # as Kafka: the size first, then the rest
-            _check_size(parse_batch_header(view, position).size_bytes, config, name)
+        _check_size_first(view, position, config, name)
         checked = validate_produced_batch(view, position, budget)
         header = checked.header
         batch = view[position : position + header.size_bytes]
@@ -91,6 +92,18 @@ def prepare_append(
             "a segment can index"
         )
     return PreparedAppend(config, batches, record_count, size)
+
+
+def _check_size_first(view: memoryview, position: int, config: LogConfig, name: str) -> None:
+    """As Kafka: a whole v2 batch's size is checked before anything else about it (an
+    oversized bomb costs no decompression). A header that is no batch's (another magic, a
+    length past the request) is left to validation: CORRUPT_MESSAGE, not a size error."""
+    available = len(view) - position
+    if available < HEADER_SIZE or view[position + MAGIC_OFFSET] != MAGIC_V2:
+        return
+    size_bytes = parse_batch_header(view, position).size_bytes
+    if size_bytes <= available:
+        _check_size(size_bytes, config, name)
 
 
 def _check_size(size_bytes: int, config: LogConfig, name: str) -> None:

@@ -3,11 +3,12 @@ the wire (2^31 records do not fit in a request), exercised with the bound lowere
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records import InvalidRecordError, encode_batch
+from odradek.protocol.records import CorruptRecordError, InvalidRecordError, encode_batch
 from odradek.storage import append as append_module
 from odradek.storage.append import prepare_append
 from odradek.storage.config import LogConfig
@@ -48,3 +49,12 @@ def test_an_oversized_batch_is_refused_before_it_is_decompressed() -> None:
     bomb = zstd_bomb(64)
     with pytest.raises(RecordTooLargeError, match=r"exceeds max\.message\.bytes 1000"):
         prepare_append(bomb, config(max_message_bytes=1000), "t-0")
+
+
+def test_a_length_past_the_request_is_corrupt_not_too_large() -> None:
+    """The early size check reads only a plausible header: a batchLength beyond the bytes sent
+    is a truncated (corrupt) batch, whatever it claims."""
+    lying = bytearray(batch(1))
+    struct.pack_into(">i", lying, 8, 50_000_000)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        prepare_append(bytes(lying), config(max_message_bytes=1000), "t-0")
