@@ -22,6 +22,13 @@ other cleaner holds (or sleeps ``log.cleaner.backoff.ms`` when there is none), t
    loop (:meth:`odradek.storage.log.Log.replace_segments`: a few renames, one directory fsync), so
    the segment list only ever changes on the thread that appends and reads.
 
+A pass that fails on a log's contents (a batch stored damaged: unreadable records, a codec
+error, a body over ``message.max.decompressed.bytes``) marks that log **uncleanable** (Kafka's
+``LogCleanerManager.markPartitionUncleanable``): one warning names the partition and the reason,
+the cleaners skip it from then on (until the broker restarts or the topic is re-created), and
+every other compacted partition keeps being cleaned. An ``OSError`` takes the log dir offline
+instead.
+
 The worker threads read only inactive (immutable) segments. Every batch read or written passes
 through ``throttle``: Kafka's :class:`~odradek.storage.cleaner.throttle.Throttler` at
 ``log.cleaner.io.max.bytes.per.second`` (shared by the cleaner threads), plus
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from typing import Any
 
 import anyio
@@ -45,6 +53,9 @@ import anyio.from_thread
 import anyio.to_thread
 
 from odradek.broker.context import BrokerContext
+from odradek.protocol.compression import CompressionError
+from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.validate import stored_batch_bound
 from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,
@@ -76,6 +87,7 @@ class _Busy:
 async def run_cleanup(ctx: BrokerContext) -> None:
     """Run retention and the cleaner threads until cancelled."""
     busy = _Busy()
+    uncleanable: weakref.WeakSet[Log] = weakref.WeakSet()
     config = ctx.config
     async with anyio.create_task_group() as group:
         group.start_soon(run_retention, ctx, busy)
@@ -84,7 +96,7 @@ async def run_cleanup(ctx: BrokerContext) -> None:
             rate = float(config["log.cleaner.io.max.bytes.per.second"])  # type: ignore[arg-type]
             throttler = Throttler(rate)
             for n in range(threads):
-                group.start_soon(run_cleaner, ctx, busy, n, threads, throttler)
+                group.start_soon(run_cleaner, ctx, busy, n, threads, throttler, uncleanable)
 
 
 # -- retention -----------------------------------------------------------------------------
@@ -152,9 +164,16 @@ def _delete_files(due: list[tuple[Log, LogSegment]]) -> list[tuple[Log, LogSegme
 
 
 async def run_cleaner(
-    ctx: BrokerContext, busy: _Busy, number: int, threads: int, throttler: Throttler
+    ctx: BrokerContext,
+    busy: _Busy,
+    number: int,
+    threads: int,
+    throttler: Throttler,
+    uncleanable: weakref.WeakSet[Log] | None = None,
 ) -> None:
-    """One cleaner thread's loop (Kafka's ``CleanerThread``)."""
+    """One cleaner thread's loop (Kafka's ``CleanerThread``); logs whose cleaning failed on
+    their contents go into ``uncleanable`` and are skipped (see the module docstring)."""
+    uncleanable = weakref.WeakSet() if uncleanable is None else uncleanable
     config = ctx.config
     backoff_s = config.int("log.cleaner.backoff.ms") / 1000
     offset_map = OffsetMap.for_buffer(config.int("log.cleaner.dedupe.buffer.size"), threads)
@@ -166,7 +185,9 @@ async def run_cleaner(
 
     while True:
         now_ms = ctx.manager.clock_ms()
-        candidates = [log for log in ctx.manager.logs.values() if log not in busy]
+        candidates = [
+            log for log in ctx.manager.logs.values() if log not in busy and log not in uncleanable
+        ]
         chosen = choose_log(candidates, now_ms)
         if chosen is None:
             await anyio.sleep(backoff_s)
@@ -175,6 +196,16 @@ async def run_cleaner(
         busy.ids.add(id(log))
         try:
             await clean_log(ctx, chosen, offset_map, throttle, cleaner=number)
+        except (CorruptRecordError, CompressionError) as exc:  # the log's contents
+            if _is_live(ctx, log):
+                uncleanable.add(log)
+                ctx.log.warning(
+                    "partition marked uncleanable",
+                    topic=log.topic,
+                    partition=log.partition,
+                    cleaner=number,
+                    reason=str(exc),
+                )
         except Exception as exc:
             if _is_live(ctx, log):
                 ctx.log.exception(
@@ -205,8 +236,9 @@ async def clean_log(
     started = time.perf_counter()
     now_ms = ctx.manager.clock_ms()
     stats = CleaningStats()
+    max_body_bytes = stored_batch_bound(ctx.config.int("message.max.decompressed.bytes"))
     end_offset = await anyio.to_thread.run_sync(
-        build_offset_map, chosen, offset_map, stats, throttle
+        build_offset_map, chosen, offset_map, stats, throttle, max_body_bytes
     )
     for group in plan_groups(log, end_offset):
         if not _is_live(ctx, log):
@@ -214,7 +246,14 @@ async def clean_log(
             break
         cleaned = await anyio.to_thread.run_sync(
             functools.partial(
-                clean_group, log, group, offset_map, stats, now_ms=now_ms, throttle=throttle
+                clean_group,
+                log,
+                group,
+                offset_map,
+                stats,
+                now_ms=now_ms,
+                throttle=throttle,
+                max_body_bytes=max_body_bytes,
             )
         )
         if not _is_live(ctx, log):

@@ -121,6 +121,10 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "delete.topic.enable": (_bool, "true"),
     "message.max.bytes": (_int(0, 2**31 - 1), "1048588"),
     "socket.request.max.bytes": (_int(1, 2**31 - 1), "104857600"),
+    # odradek's own (Kafka has no such bound): what one produced batch, and all the batches
+    # of one Produce request, may decompress to while they are validated.
+    "message.max.decompressed.bytes": (_int(1, 2**31 - 1), "33554432"),
+    "produce.request.max.decompressed.bytes": (_int(1), "134217728"),
     "max.connections": (_int(1, 2**31 - 1), "2147483647"),
     "connections.max.idle.ms": (_int(1), "600000"),
     # odradek's own (Kafka bounds a consumer's wait only by its request.timeout.ms): the

@@ -212,7 +212,7 @@ class Connection:
             if request.acks == m.ACKS_ALL:
                 await self._in_flight.acquire()
             try:
-                work = self.data.produce(request, raw)  # appends now, in arrival order
+                work = await self.data.produce(request, raw)  # appends now, in arrival order
             except Exception as exc:
                 work = _raise(exc)  # answered by _answer, as a handler's failure
             if request.acks == m.ACKS_ALL:

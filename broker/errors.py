@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from odradek.protocol.compression import CompressionError
+from odradek.protocol.compression import CompressionError, DecompressionLimitError
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.records import CorruptRecordError, InvalidRecordError
 from odradek.storage.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -21,7 +21,9 @@ __all__ = ["error_code_for"]
 
 _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
+    (InvalidRecordError, ErrorCode.INVALID_RECORD),  # before its base class
     (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    (DecompressionLimitError, ErrorCode.MESSAGE_TOO_LARGE),  # before its base class
     (CompressionError, ErrorCode.CORRUPT_MESSAGE),
     (UnknownTopicOrPartitionError, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),

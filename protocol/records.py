@@ -51,6 +51,7 @@ __all__ = [
     "BatchHeader",
     "Compression",
     "CorruptRecordError",
+    "InvalidRecordError",
     "Record",
     "TimestampType",
     "decode_records",
@@ -60,6 +61,7 @@ __all__ = [
     "recompute_crc",
     "validate_batch",
     "validate_client_batch",
+    "with_body",
 ]
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the prefix every log entry (any magic) shares
@@ -84,11 +86,19 @@ _TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount (bytes 21..61)
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _BASE_OFFSET = struct.Struct(">q")
 _CRC_FIELD = struct.Struct(">I")
+_BATCH_LENGTH = struct.Struct(">i")  # also recordCount's layout
+_ATTRIBUTES = struct.Struct(">h")
 _MAX_CODEC = 4  # zstd; ids 5-7 are unassigned
 
 
 class CorruptRecordError(ValueError):
     """A batch or record whose bytes do not satisfy the format (Kafka's CORRUPT_MESSAGE)."""
+
+
+class InvalidRecordError(CorruptRecordError):
+    """A batch whose envelope is sound (size, magic, CRC) but whose contents break the rules
+    Kafka's ``LogValidator`` enforces: the offset range against the count, the records present,
+    control batches from a client, keyless records on a compacted topic (INVALID_RECORD)."""
 
 
 class Compression(IntEnum):
@@ -217,14 +227,19 @@ def validate_client_batch(buf: Buffer, pos: int = 0) -> BatchHeader:
     """:func:`validate_batch` plus the rules Kafka applies to batches a client produces."""
     header = validate_batch(buf, pos)
     if header.record_count <= 0:
-        raise CorruptRecordError(f"invalid record count {header.record_count} in produced batch")
+        raise InvalidRecordError(f"invalid record count {header.record_count} in produced batch")
     if header.last_offset_delta != header.record_count - 1:
-        raise CorruptRecordError(
+        raise InvalidRecordError(
             f"inconsistent batch offset range: lastOffsetDelta {header.last_offset_delta}, "
             f"recordCount {header.record_count}"
         )
     if header.is_control:
-        raise CorruptRecordError("clients may not write control batches")
+        raise InvalidRecordError("clients may not write control batches")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(
+            f"invalid sequence number {header.base_sequence} in a batch of producer id "
+            f"{header.producer_id}"
+        )
     return header
 
 
@@ -233,18 +248,25 @@ def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -
     _BASE_OFFSET.pack_into(buf, pos, base_offset)
 
 
-def decode_records(batch: Buffer) -> list[Record]:
+def decode_records(batch: Buffer, *, max_decompressed_bytes: int | None = None) -> list[Record]:
     """Decode every record of one validated v2 batch (decompressing its body if needed).
 
     Offsets and timestamps are absolute. Under LogAppendTime every record carries the batch's
-    maxTimestamp, as Kafka reports it.
+    maxTimestamp, as Kafka reports it. ``max_decompressed_bytes``: refuse a body that
+    decompresses to more (:class:`~odradek.protocol.compression.DecompressionLimitError`),
+    without expanding it; None: no bound (a trusted batch).
     """
     header = parse_batch_header(batch)
     body = bytes(batch[HEADER_SIZE : header.size_bytes])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         try:
-            body = _compression.decompress(codec, body)
+            if max_decompressed_bytes is None:
+                body = _compression.decompress(codec, body)
+            else:
+                body = _compression.decompress_bounded(codec, body, max_decompressed_bytes)
+        except _compression.DecompressionLimitError:
+            raise
         except _compression.CompressionError as exc:
             raise CorruptRecordError(
                 f"record batch at offset {header.base_offset}: {exc}"
@@ -468,6 +490,24 @@ def encode_batch(
         key, value, *rest = record
         builder.append(value, key, *rest)  # type: ignore[arg-type]
     return builder.build(base_offset, **build_options)  # type: ignore[arg-type]
+
+
+def with_body(
+    batch: Buffer, body: Buffer, *, codec: int | None = None, record_count: int | None = None
+) -> bytes:
+    """``batch``'s header with ``body`` (its records, compressed as the batch says) instead of
+    its own: a new batchLength and CRC; new codec bits and recordCount if given. Every other
+    header field (offset range, timestamps, producer fields) is kept."""
+    out = bytearray(batch[:HEADER_SIZE])
+    out += body
+    _BATCH_LENGTH.pack_into(out, 8, len(out) - LOG_OVERHEAD)
+    if codec is not None:
+        (attributes,) = _ATTRIBUTES.unpack_from(out, 21)
+        _ATTRIBUTES.pack_into(out, 21, (attributes & ~ATTR_COMPRESSION_MASK) | codec)
+    if record_count is not None:
+        _BATCH_LENGTH.pack_into(out, 57, record_count)
+    _CRC_FIELD.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
 
 
 def recompute_crc(buf: bytearray, pos: int = 0) -> None:

@@ -5,15 +5,23 @@ which on one node is also the high watermark). ``recovery_point`` ≤ ``next_off
 offset below which every byte is known to be on disk (fsynced).
 
 Append (:meth:`Log.append`), for the bytes of one produce request to this partition:
-1. Every batch is validated as a client batch (size, magic 2, CRC-32C, count) and checked
-   against ``max.message.bytes``, before any byte is written: a bad request writes nothing.
+1. Every batch is validated record by record as Kafka's LogValidator does, re-encoded if
+   ``compression.type`` says so and checked against ``max.message.bytes`` before any byte is
+   written: a bad request writes nothing (:mod:`odradek.storage.append`).
 2. Offsets are assigned by writing a new baseOffset in front of each batch's bytes 8..end
    (the CRC does not cover bytes 0..7), so a batch is never re-encoded. Under
-   ``message.timestamp.type=LogAppendTime`` the batch is copied once to stamp it (Kafka does
-   the same: the timestamp is under the CRC).
-3. The active segment rolls first if the append would overflow it (size, age, full index,
-   relative offsets); then all batches go out in one ``pwritev``.
+   ``message.timestamp.type=LogAppendTime``, or when a batch's maxTimestamp is not the largest
+   record timestamp (Kafka overwrites it too), the batch is copied once to stamp it (the
+   timestamp is under the CRC).
+3. One append may span at most 2^31 offsets (a segment indexes offsets relative to its base
+   as int32): more is refused (MESSAGE_TOO_LARGE). The active segment rolls first if the
+   append would overflow it (size, age, full index, relative offsets: Kafka's shouldRoll);
+   then all batches go out in one ``pwritev``.
 4. ``next_offset`` is published last, so concurrent readers never see a partial append.
+
+Steps 1 (validation, re-encoding) and 2-4 (the write) are :meth:`Log.prepare_append` and
+:meth:`Log.append`: the broker may prepare a heavy append in a worker thread (it reads only
+the config, and is made again if the config changed meanwhile), then append on the event loop.
 
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
@@ -31,7 +39,7 @@ open (and readable) and are closed and unlinked only ``file.delete.delay.ms`` la
 shutdown) leaves the descriptor open until the send is done.
 
 Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
-with a keyless record is refused (CORRUPT_MESSAGE), as Kafka refuses it.
+with a keyless record is refused (INVALID_RECORD), as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -43,19 +51,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.protocol.recompress import recompress_batch, target_codec
-from odradek.protocol.records import (
-    ATTR_LOG_APPEND_TIME,
-    BatchHeader,
-    CorruptRecordError,
-    parse_batch_header,
-    recompute_crc,
-    validate_client_batch,
-)
+from odradek.protocol.records import ATTR_LOG_APPEND_TIME, recompute_crc
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DecompressionBudget
+from odradek.storage.append import PreparedAppend, prepare_append
 from odradek.storage.atomic import fsync_directory
-from odradek.storage.cleaner.records import check_keys
 from odradek.storage.config import LogConfig
-from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from odradek.storage.errors import OffsetOutOfRangeError
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
 from odradek.storage.segment import FileRegion, LogSegment
 
@@ -169,49 +170,45 @@ class Log:
 
     # -- appending -------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, *, now_ms: int) -> AppendInfo:
-        """Validate, assign offsets to and append the batches in ``records`` (see module doc)."""
-        view = memoryview(records).cast("B")
-        batches: list[tuple[memoryview, BatchHeader]] = []
-        position = 0
-        record_count = 0
-        size = 0
-        codec = target_codec(self.config.compression_type)
-        while position < len(view):
-            header = validate_client_batch(view, position)
-            batch = view[position : position + header.size_bytes]
-            position += header.size_bytes
-            if self.config.compact:
-                check_keys(batch, 0)
-            if codec is not None and header.compression != codec:  # topic compression.type
-                batch = memoryview(recompress_batch(batch, codec))
-                header = parse_batch_header(batch)
-            if header.size_bytes > self.config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size_bytes} bytes exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes} of {self.topic}-{self.partition}"
-                )
-            batches.append((batch, header))
-            record_count += header.record_count
-            size += header.size_bytes
-        if not batches:
-            raise CorruptRecordError("produce request holds no record batch")
-        if size > self.config.segment_bytes:
-            raise RecordTooLargeError(
-                f"{size} bytes in one append exceed segment.bytes {self.config.segment_bytes}"
-            )
+    def prepare_append(
+        self, records: bytes | bytearray | memoryview, budget: DecompressionBudget | None = None
+    ) -> PreparedAppend:
+        """Step 1 of :meth:`append` (:func:`odradek.storage.append.prepare_append`): CPU work
+        that reads nothing but ``self.config``, so the caller may run it in a worker thread
+        while this log is appended to (module docstring)."""
+        return prepare_append(records, self.config, f"{self.topic}-{self.partition}", budget)
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        now_ms: int,
+        budget: DecompressionBudget | None = None,
+        prepared: PreparedAppend | None = None,
+    ) -> AppendInfo:
+        """Validate, assign offsets to and append the batches in ``records`` (see module doc).
+
+        ``prepared``: what :meth:`prepare_append` made of ``records`` (in a worker thread); it
+        is made again here if this log's config changed since.
+        """
+        if prepared is None or prepared.config is not self.config:
+            prepared = self.prepare_append(records, budget)
+        batches, record_count, size = prepared.batches, prepared.record_count, prepared.size_bytes
 
         first_offset = offset = self.next_offset
         buffers: list[bytes | bytearray | memoryview] = []
         entries: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
         max_timestamp = -1
         append_time = now_ms if self.config.log_append_time else -1
-        for batch, header in batches:
+        for batch, header, record_max_ts in batches:
             body = batch[8:]
             last = offset + header.last_offset_delta
             if append_time >= 0:
-                body = _stamp_log_append_time(batch, now_ms)
+                body = _stamp(batch, now_ms, log_append_time=True)
                 batch_max_ts = now_ms
+            elif header.max_timestamp != record_max_ts:  # Kafka sets it from the records too
+                body = _stamp(batch, record_max_ts, log_append_time=False)
+                batch_max_ts = record_max_ts
             else:
                 batch_max_ts = header.max_timestamp
             buffers.append(_BASE_OFFSET.pack(offset))
@@ -315,11 +312,15 @@ class Log:
                 return FetchInfo(region, end, start)
         return FetchInfo(None, end, start)
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(
+        self, timestamp_ms: int, max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
+    ) -> tuple[int, int] | None:
         """ListOffsets: ``(offset, timestamp)`` of the first record with timestamp ≥ the target.
 
         ``-2`` (earliest) gives the log start offset, ``-1`` (latest) the log end offset, both
-        with timestamp -1. None if no record is that recent.
+        with timestamp -1. None if no record is that recent. A stored batch that does not
+        decode, or decompresses to more than ``max_body_bytes``, raises ``CorruptRecordError``
+        naming its file and position.
         """
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return self.log_start_offset, -1
@@ -328,7 +329,9 @@ class Log:
         for segment in list(self.segments):
             if segment.max_timestamp < timestamp_ms:
                 continue
-            found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+            found = segment.find_offset_by_timestamp(
+                timestamp_ms, self.log_start_offset, max_body_bytes
+            )
             if found is not None:
                 return found
         return None
@@ -439,11 +442,13 @@ class Log:
         )
 
 
-def _stamp_log_append_time(batch: memoryview, now_ms: int) -> memoryview:
-    """A copy of ``batch[8:]`` with LogAppendTime set and maxTimestamp = now, CRC recomputed."""
+def _stamp(batch: memoryview, max_timestamp: int, *, log_append_time: bool) -> memoryview:
+    """A copy of ``batch[8:]`` with maxTimestamp set (and LogAppendTime if asked), CRC
+    recomputed."""
     copy = bytearray(batch)
-    (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
-    _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
-    _MAX_TIMESTAMP.pack_into(copy, 35, now_ms)
+    if log_append_time:
+        (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
+        _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
+    _MAX_TIMESTAMP.pack_into(copy, 35, max_timestamp)
     recompute_crc(copy)
     return memoryview(copy)[8:]

@@ -46,16 +46,19 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
 from odradek.protocol.records import (
     CRC_START,
     HEADER_SIZE,
     MAGIC_OFFSET,
     MAGIC_V2,
+    CorruptRecordError,
     Record,
     decode_records,
     parse_batch_header,
 )
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
@@ -397,17 +400,28 @@ class LogSegment:
         return next_offset
 
     def find_offset_by_timestamp(
-        self, timestamp_ms: int, start_offset: int
+        self,
+        timestamp_ms: int,
+        start_offset: int,
+        max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
     ) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp ≥ ``timestamp_ms`` and
-        offset ≥ ``start_offset``, or None if this segment has none."""
+        offset ≥ ``start_offset``, or None if this segment has none. A batch that does not
+        decode (or decompresses to more than ``max_body_bytes``) raises
+        :class:`CorruptRecordError` naming this file and its position."""
         _, index_offset = self.time_index.lookup(timestamp_ms)
         _, position = self.offset_index.lookup(max(index_offset, start_offset))
         for entry in scan_entries(self.file.fileno(), position, self.size_bytes):
             if entry.max_timestamp < timestamp_ms or entry.last_offset < start_offset:
                 continue
             data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
-            for record in _decode_entry(data, entry.magic):
+            try:
+                records = _decode_entry(data, entry.magic, max_body_bytes)
+            except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
+                raise CorruptRecordError(
+                    f"{self.log_path} position {entry.position}: unreadable batch: {exc}"
+                ) from None
+            for record in records:
                 if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
                     return record.offset, record.timestamp_ms
         return None
@@ -470,5 +484,9 @@ def _checksum_intact(fd: int, position: int, end: int) -> bool:
     return crc32c(memoryview(data)[CRC_START:]) == header.crc
 
 
-def _decode_entry(data: bytes, magic: int) -> list[Record]:
-    return decode_records(data) if magic == 2 else decode_legacy_records(data)
+def _decode_entry(data: bytes, magic: int, max_body_bytes: int) -> list[Record]:
+    """The records of one stored entry; a v2 body over ``max_body_bytes`` decompressed is
+    refused, not expanded (a bomb stored before produce validated records)."""
+    if magic == 2:
+        return decode_records(data, max_decompressed_bytes=max_body_bytes)
+    return decode_legacy_records(data)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from odradek.protocol.records import BatchHeader, parse_batch_header
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.cleaner.offset_map import OffsetMap
 from odradek.storage.cleaner.plan import CleanableLog, group_segments
 from odradek.storage.cleaner.records import batch_body, empty_batch, raw_records, rebuild_batch
@@ -126,11 +127,13 @@ def build_offset_map(
     offset_map: OffsetMap,
     stats: CleaningStats,
     throttle: Throttle = _no_throttle,
+    max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
 ) -> int:
     """Map every key of the dirty section to its latest offset; returns the end offset.
 
     Stops after the first segment that fills the map (the first one always counts whole).
-    Records below the first dirty offset are skipped.
+    Records below the first dirty offset are skipped. ``max_body_bytes``: what a batch may
+    decompress to (:func:`~odradek.storage.cleaner.records.batch_body`).
     """
     offset_map.clear()
     start = cleanable.first_dirty_offset
@@ -147,7 +150,8 @@ def build_offset_map(
             header = parse_batch_header(data)
             base = header.base_offset
             put = offset_map.put
-            for delta, key, _, _, _ in raw_records(batch_body(data, header), header.record_count):
+            body = batch_body(data, header, max_body_bytes)
+            for delta, key, _, _, _ in raw_records(body, header.record_count):
                 if key is not None and base + delta >= start:
                     put(key, base + delta)
         end_offset = next_base
@@ -203,6 +207,7 @@ def clean_group(
     *,
     now_ms: int,
     throttle: Throttle = _no_throttle,
+    max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
 ) -> LogSegment:
     """Write the cleaned copy of ``group`` as a ``.cleaned`` segment (see the module doc)."""
     config = log.config
@@ -228,7 +233,7 @@ def clean_group(
                     dropped_last = None
                     continue
                 header = parse_batch_header(data)
-                body = batch_body(data, header)
+                body = batch_body(data, header, max_body_bytes)
                 records = raw_records(body, header.record_count)
                 kept = []
                 base = header.base_offset

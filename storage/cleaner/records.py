@@ -22,20 +22,15 @@ replaces (which the swap recovery in :mod:`odradek.storage.loader` relies on).
 
 from __future__ import annotations
 
-import struct
-
-from crc32c import crc32c
-
 from odradek.protocol import compression as _compression
 from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
-    CRC_START,
     HEADER_SIZE,
-    LOG_OVERHEAD,
     BatchHeader,
     CorruptRecordError,
-    parse_batch_header,
+    with_body,
 )
+from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.protocol.varint import VarintError, decode_varint
 
 __all__ = [
@@ -43,21 +38,10 @@ __all__ = [
     "OFFSET_DELTA",
     "RawRecord",
     "batch_body",
-    "check_keys",
     "empty_batch",
     "raw_records",
     "rebuild_batch",
 ]
-
-_LENGTH = struct.Struct(">i")
-_CRC = struct.Struct(">I")
-_COUNT = struct.Struct(">i")
-_ATTRIBUTES = struct.Struct(">h")
-_LENGTH_AT = 8
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_COUNT_AT = 57
-
 
 # One record as :func:`raw_records` returns it (a plain tuple: it is made per record):
 # (offset delta, key or None, is a tombstone (null value), start, end) where ``body[start:end]``
@@ -67,13 +51,19 @@ OFFSET_DELTA, KEY, IS_TOMBSTONE, START, END = range(5)
 _NULL_LENGTH = 0x01  # the zig-zag varint of -1, one byte
 
 
-def batch_body(batch: bytes | memoryview, header: BatchHeader) -> bytes:
-    """The batch's record bytes, decompressed."""
+def batch_body(
+    batch: bytes | memoryview,
+    header: BatchHeader,
+    max_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
+) -> bytes:
+    """The batch's record bytes, decompressed; at most ``max_bytes`` of them
+    (:func:`odradek.protocol.validate.stored_batch_bound`: a bigger body was stored before
+    produce validated records, and is refused, not expanded)."""
     body = bytes(batch[HEADER_SIZE : header.size_bytes])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec and body:
         try:
-            body = _compression.decompress(codec, body)
+            body = _compression.decompress_bounded(codec, body, max_bytes)
         except _compression.CompressionError as exc:
             raise CorruptRecordError(f"batch at offset {header.base_offset}: {exc}") from None
     return body
@@ -145,36 +135,9 @@ def rebuild_batch(
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         records = _compression.compress(codec, records)
-    out = bytearray(batch[:HEADER_SIZE])
-    out += records
-    _LENGTH.pack_into(out, _LENGTH_AT, len(out) - LOG_OVERHEAD)
-    _COUNT.pack_into(out, _COUNT_AT, len(kept))
-    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return with_body(batch, records, record_count=len(kept))
 
 
 def empty_batch(batch: bytes | memoryview, header: BatchHeader) -> bytes:
     """``batch`` with no records and no codec: only its offset range and producer fields."""
-    out = bytearray(batch[:HEADER_SIZE])
-    _LENGTH.pack_into(out, _LENGTH_AT, HEADER_SIZE - LOG_OVERHEAD)
-    _COUNT.pack_into(out, _COUNT_AT, 0)
-    _ATTRIBUTES.pack_into(out, _ATTRIBUTES_AT, header.attributes & ~ATTR_COMPRESSION_MASK)
-    _CRC.pack_into(out, _CRC_AT, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
-
-
-def check_keys(batch: bytes | memoryview, pos: int = 0) -> None:
-    """Raise :class:`CorruptRecordError` if a record of the batch at ``pos`` has no key.
-
-    Kafka refuses such records for compacted topics ("Compacted topic cannot accept message
-    without key").
-    """
-    view = memoryview(batch)[pos:]
-    header = parse_batch_header(view)
-    body = batch_body(view, header)
-    for record in raw_records(body, header.record_count):
-        if record[KEY] is None:
-            raise CorruptRecordError(
-                "Compacted topic cannot accept message without key (offset delta "
-                f"{record[OFFSET_DELTA]})"
-            )
+    return with_body(batch, b"", codec=0, record_count=0)

@@ -14,6 +14,12 @@ The ``compacted`` run writes keyed records to a compacted topic whose cleaner ru
 there, offsets only increase, nothing at an acknowledged offset changes, and the latest
 acknowledged record of every key is still there (or a later one of the same key).
 
+Beside the honest producers, a hostile one (its own connection) sends forged batches to the
+same partitions through every cycle: headers claiming 2^31-1 records, counts that lie, bodies
+that are no records, zstd bombs (:mod:`tests.broker.forge`). Every one must be refused, and
+none may cost an honest acknowledged record (the checks above hold as they are: offsets stay
+dense, so no forged batch took an offset).
+
 After the last cycle a clean stop, then ``odradek dump-log --verify-index-only`` over every
 segment: the indexes the recoveries rebuilt agree with the logs. ``make test`` runs
 ``CHAOS_CYCLES`` cycles (default 5); ``make reliability`` runs 50.
@@ -30,10 +36,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import cramjam
 import pytest
 
 from odradek.protocol import messages as m
 from odradek.protocol.records import encode_batch
+from tests.broker.forge import INT32_MAX, forge, lying_count, record, records, zstd_bomb
 from tests.broker.wire import Wire, fetch_all
 from tests.broker_process import BrokerProcess
 
@@ -104,6 +112,50 @@ class Producer(threading.Thread):
                     self.acked[result.base_offset + i] = record
 
 
+def hostile_batches() -> list[tuple[str, bytes]]:
+    """What the hostile producer sends: forged batches every broker must refuse."""
+    return [
+        ("claims 2^31-1 records", lying_count(INT32_MAX)),
+        ("claims 3 records, holds 1", lying_count(3)),
+        ("body of garbage", forge(b"\x07" * 64, 1)),
+        ("offset deltas skip", forge(record(0) + record(2), 2)),
+        (
+            "compressed count lie",
+            forge(bytes(cramjam.zstd.compress(records(1))), INT32_MAX, codec=4),
+        ),
+        ("zstd bomb", zstd_bomb(4)),
+    ]
+
+
+class Hostile(threading.Thread):
+    """Sends forged batches until the connection dies; records any the broker accepted."""
+
+    def __init__(self, port: int, rng: random.Random, batches: list[tuple[str, bytes]]) -> None:
+        super().__init__(daemon=True)
+        self.port, self.batches = port, batches
+        self.rng = random.Random(rng.random())
+        self.sent = 0
+        self.accepted: list[str] = []
+
+    def run(self) -> None:
+        try:
+            wire = Wire(self.port, timeout_s=30)
+        except OSError:
+            return
+        with wire:
+            while True:
+                name, data = self.rng.choice(self.batches)
+                partition = self.rng.randrange(PARTITIONS)
+                acks = self.rng.choice([m.ACKS_ALL, m.ACKS_LEADER])
+                try:
+                    result = wire.produce(TOPIC, partition, data, acks=acks)
+                except (OSError, EOFError):
+                    return
+                self.sent += 1
+                if result.error_code == 0:
+                    self.accepted.append(f"{name} at offset {result.base_offset}")
+
+
 def check_partition(
     wire: Wire, partition: int, acked: dict[int, tuple[bytes, bytes]], *, compacted: bool
 ) -> None:
@@ -148,9 +200,12 @@ def test_sigkill_never_loses_acknowledged_records(
         configs = COMPACTED_CONFIGS if keys else {}
         wire.create_topic(TOPIC, partitions=PARTITIONS, configs=configs)
     acked: Acked = {p: {} for p in range(PARTITIONS)}
-    total_batches = cleaner_passes = 0
+    total_batches = cleaner_passes = hostile_sent = 0
+    forged = hostile_batches()
     for cycle in range(CYCLES):
         producers = [Producer(broker.port, p, cycle, rng, acks, keys) for p in range(PARTITIONS)]  # type: ignore[arg-type]
+        hostile = Hostile(broker.port, rng, forged)  # type: ignore[arg-type]
+        hostile.start()
         for producer in producers:
             producer.start()
         # Kill once the producers are under way: after a first ack, then a random delay.
@@ -165,6 +220,10 @@ def test_sigkill_never_loses_acknowledged_records(
             assert producer.errors == [], producer.errors
             acked[producer.partition].update(producer.acked)
             total_batches += producer.sent_batches
+        hostile.join(30)
+        assert not hostile.is_alive()
+        assert hostile.accepted == [], hostile.accepted
+        hostile_sent += hostile.sent
         cleaner_passes += len(broker.events("log cleaned"))
         broker.lines.clear()
         broker.start()
@@ -173,6 +232,7 @@ def test_sigkill_never_loses_acknowledged_records(
             for partition in range(PARTITIONS):
                 check_partition(wire, partition, acked[partition], compacted=bool(keys))
     assert total_batches > 0, "no batch was ever acknowledged: the test tested nothing"
+    assert hostile_sent > 0, "the hostile producer never got a batch refused"
     if keys:
         assert cleaner_passes > 0, "the cleaner never ran: the test tested no compaction"
     assert broker.stop() == 0
