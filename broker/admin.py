@@ -164,7 +164,10 @@ class AdminApi:
             result = m.CreatableTopicResult(name=topic.name, num_partitions=partitions)
             try:
                 validate_topic_name(topic.name)
-                if partitions < 1:
+                if is_internal(topic.name):  # its layout places the groups: the broker's to make
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                    result.error_message = f"Internal topic {topic.name} is created by the broker"
+                elif partitions < 1:
                     result.error_code = ErrorCode.INVALID_PARTITIONS
                     result.error_message = f"Number of partitions must be at least 1: {partitions}"
                 elif topic.replication_factor not in (-1, 1):
@@ -226,6 +229,9 @@ class AdminApi:
             current = manager.partition_count(topic.name)
             if topic.name not in manager.topics:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif is_internal(topic.name):  # more partitions would move every group's offsets
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Cannot add partitions to internal topic {topic.name}"
             elif topic.count <= current:
                 result.error_code = ErrorCode.INVALID_PARTITIONS
                 result.error_message = (

@@ -99,6 +99,34 @@ def test_clients_cannot_delete_the_offsets_topic(broker: BrokerProcess) -> None:
         assert committed(wire, "t") == 500
 
 
+def test_clients_cannot_create_or_grow_the_offsets_topic(tmp_path: Path) -> None:
+    # Its partition count places every group: a client creating it first (with its own count
+    # or cleanup.policy) or adding partitions would move groups away from their commits.
+    with BrokerProcess([tmp_path / "logs"]) as fresh, Wire(fresh.port) as wire:  # type: ignore[arg-type]
+        create = m.CreateTopicsRequest(
+            correlation_id=0,
+            topics=[
+                m.CreatableTopic(
+                    name=OFFSETS_TOPIC, num_partitions=3, configs={"cleanup.policy": "delete"}
+                )
+            ],
+        )
+        result = wire.call(create).topics[0]
+        assert result.error_code == ErrorCode.INVALID_REQUEST, result
+        assert "created by the broker" in (result.error_message or "")
+        wire.create_topic("t")
+        commit(wire, "t", 7)  # the coordinator creates it, with its own layout
+        partitions = len(wire.metadata([OFFSETS_TOPIC]).topics[0].partitions)
+        assert partitions == 50
+        grow = m.CreatePartitionsRequest(
+            correlation_id=0, topics=[m.CreatePartitionsTopic(name=OFFSETS_TOPIC, count=60)]
+        )
+        grown = wire.call(grow).results[0]
+        assert grown.error_code == ErrorCode.INVALID_REQUEST, grown
+        assert len(wire.metadata([OFFSETS_TOPIC]).topics[0].partitions) == partitions
+        assert committed(wire, "t") == 7
+
+
 def test_clients_cannot_delete_records_of_the_offsets_topic(broker: BrokerProcess) -> None:
     with Wire(broker.port) as wire:  # type: ignore[arg-type]
         wire.create_topic("t")
