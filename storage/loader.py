@@ -24,9 +24,11 @@ Torn tail or damage (rule 5 found an invalid byte). On one node there is no repl
 lost records, so recovery only drops bytes a crash can have torn:
 
 - **Torn tail**, truncated automatically (a warning names the file, position, byte count and
-  reason): the invalid entry is in the *last* segment, it starts at or above the recovery
-  point (no fsync covered it, so no ``acks=all`` produce was acknowledged for it), and it is
-  one a cut-short write can leave: incomplete, an implausible size or a bad checksum.
+  reason): the invalid entry is in the *last non-empty* segment (every later segment holds no
+  byte), it starts at or above the recovery point (no fsync covered it, so no ``acks=all``
+  produce was acknowledged for it), and it is one a cut-short write can leave: incomplete, an
+  implausible size or a bad checksum. Empty segments after a truncated one are deleted: they
+  hold nothing, and the log must end where its data ends.
 - **Damage**, anything else: an invalid entry in an earlier segment, below the recovery point
   (fsynced bytes do not tear), or a complete batch whose checksum matches but which fails
   another check (offsets out of order or outside the segment, an unknown codec...): it was
@@ -35,7 +37,9 @@ lost records, so recovery only drops bytes a crash can have torn:
   the manager keeps that one partition offline and ``odradek repair-log`` repairs it on request.
 
 Power loss right after a roll can tear the tail of the segment that rolled (its fsync was
-queued); that is reported as damage too, since bit rot looks the same, and needs the repair.
+queued). When the new segment lost every byte too (nothing of it was written back), that is a
+torn tail like any other. When some of its bytes did reach the disk, valid batches follow the
+torn region: bit rot looks the same, so that is reported as damage and needs the repair.
 """
 
 from __future__ import annotations
@@ -174,6 +178,15 @@ def _recover_segment(segment: LogSegment, *, last: bool, recovery_point: int) ->
     raise LogCorruptedError(segment.log_path, result.valid_bytes, f"{result.reason} ({why})")
 
 
+def _delete_empty_segments(directory: Path, bases: list[int]) -> None:
+    for base in bases:
+        for suffix in _SEGMENT_SUFFIXES:
+            (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)
+        logger.warning(
+            "recovery deleted empty segment %s after a torn tail", directory / f"{base:020d}.log"
+        )
+
+
 def load_segments(
     directory: Path,
     config: LogConfig,
@@ -205,6 +218,10 @@ def load_segments(
     for i, base in enumerate(log_bases):
         if base <= recovery_point:
             recover_from = i
+    # Where the data ends: segments after the last non-empty one hold no byte (a roll whose
+    # new segment a power cut emptied), so a torn tail may end the one before them.
+    sizes = [os.path.getsize(directory / f"{base:020d}{LOG_SUFFIX}") for base in log_bases]
+    data_end = max((i for i, size in enumerate(sizes) if size), default=len(log_bases) - 1)
     segments: list[LogSegment] = []
     truncated_total = 0
     try:
@@ -228,9 +245,13 @@ def load_segments(
                     logger.warning("rebuilding indexes of %s: %s", segment.log_path, exc)
                     needs_recovery = True
             if needs_recovery:
-                truncated_total += _recover_segment(
-                    segment, last=last, recovery_point=recovery_point
+                truncated = _recover_segment(
+                    segment, last=i >= data_end, recovery_point=recovery_point
                 )
+                truncated_total += truncated
+                if truncated and not last:  # only empty segments follow: the log ends here
+                    _delete_empty_segments(directory, log_bases[i + 1 :])
+                    break
     except BaseException:
         for segment in segments:
             segment.close()

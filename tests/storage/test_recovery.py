@@ -269,6 +269,38 @@ def test_corrupt_byte_in_an_earlier_segment_is_damage_and_nothing_is_deleted(
     assert {n: (log_dir / n).read_bytes() for n in segment_files(log_dir)} == logs_before
 
 
+def test_a_torn_tail_before_segments_a_power_cut_emptied_is_cut(log_dir: Path) -> None:
+    """A power cut right after a roll: the rolled segment's tail and every byte of the new
+    one were never written back. Nothing valid follows the torn bytes, so it is a torn tail
+    (not damage): cut, the empty segment deleted, the log ends at its last whole batch."""
+    log = build(log_dir, 12)  # segments 0, 8, 16
+    batches = layout(log)
+    crash(log)
+    torn = [b for b in batches if b.segment == 8][-1]
+    os.truncate(log_dir / name(8), torn.position + torn.size // 2)
+    os.truncate(log_dir / name(16), 0)
+    reopened = open_log(log_dir, CFG, recovery_point=8)
+    assert [s.base_offset for s in reopened.segments] == [0, 8]
+    assert reopened.next_offset == torn.base_offset
+    assert not (log_dir / name(16)).exists()
+    assert not (log_dir / name(16, ".index")).exists()
+    assert offsets(reopened) == list(range(torn.base_offset))
+    reopened.append(batch(1), now_ms=0)  # the log goes on from there
+    assert reopened.next_offset == torn.base_offset + 1
+    reopened.close()
+
+
+def test_a_torn_region_followed_by_valid_batches_is_damage(log_dir: Path) -> None:
+    log = build(log_dir, 12)
+    batches = layout(log)
+    crash(log)
+    torn = [b for b in batches if b.segment == 8][-1]
+    os.truncate(log_dir / name(8), torn.position + torn.size // 2)
+    with pytest.raises(LogCorruptedError, match="other than the last"):
+        open_log(log_dir, CFG, recovery_point=8)
+    assert (log_dir / name(16)).stat().st_size > 0
+
+
 def test_damage_below_the_recovery_point_of_the_last_segment_is_not_a_torn_tail(
     log_dir: Path,
 ) -> None:
