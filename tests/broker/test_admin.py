@@ -239,22 +239,8 @@ def alter(
     validate_only: bool = False,
     kind: int = TOPIC,
 ) -> m.AlterConfigsResourceResult:
-    response = wire.call(
-        m.AlterConfigsRequest(
-            correlation_id=0,
-            validate_only=validate_only,
-            resources=[
-                m.AlterConfigsResource(
-                    resource_type=kind,
-                    resource_name=name,
-                    configs=[
-                        m.AlterableConfig(name=k, value=v, config_operation=op) for k, v, op in ops
-                    ],
-                )
-            ],
-        )
-    )
-    return response.responses[0]
+    configs = [m.AlterableConfig(name=k, value=v, config_operation=op) for k, v, op in ops]
+    return wire.alter_configs(name, *configs, validate_only=validate_only, resource_type=kind)
 
 
 SET, DELETE = m.AlterConfigOp.SET, m.AlterConfigOp.DELETE

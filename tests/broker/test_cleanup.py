@@ -48,22 +48,9 @@ def _consume(wire: Wire, topic: str, start: int = 0) -> list[Record]:
 
 
 def _alter(wire: Wire, topic: str, **configs: str) -> None:
-    response = wire.call(
-        m.AlterConfigsRequest(
-            correlation_id=0,
-            resources=[
-                m.AlterConfigsResource(
-                    resource_type=m.ConfigResourceType.TOPIC,
-                    resource_name=topic,
-                    configs=[
-                        m.AlterableConfig(name=k.replace("_", "."), value=v)
-                        for k, v in configs.items()
-                    ],
-                )
-            ],
-        )
-    )
-    assert response.responses[0].error_code == 0, response
+    ops = [m.AlterableConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()]
+    result = wire.alter_configs(topic, *ops)
+    assert result.error_code == 0, result
 
 
 def _segment_logs(broker: BrokerProcess, topic: str) -> list[str]:

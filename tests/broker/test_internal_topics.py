@@ -164,19 +164,8 @@ def test_offsets_topic_keeps_cleanup_policy_compact(
     with Wire(broker.port) as wire:  # type: ignore[arg-type]
         wire.create_topic("t")
         commit(wire, "t", 500)  # creates the offsets topic
-        response = wire.call(
-            m.AlterConfigsRequest(
-                correlation_id=0,
-                resources=[
-                    m.AlterConfigsResource(
-                        resource_type=m.ConfigResourceType.TOPIC,
-                        resource_name=OFFSETS_TOPIC,
-                        configs=[op],
-                    )
-                ],
-            )
-        )
-        assert response.responses[0].error_code == ErrorCode.INVALID_CONFIG, response
+        result = wire.alter_configs(OFFSETS_TOPIC, op)
+        assert result.error_code == ErrorCode.INVALID_CONFIG, result
         described = wire.call(
             m.DescribeConfigsRequest(
                 correlation_id=0,
@@ -191,19 +180,9 @@ def test_offsets_topic_keeps_cleanup_policy_compact(
         )
         assert described.results[0].configs[0].value == "compact"
         # a harmless change is still allowed
-        response = wire.call(
-            m.AlterConfigsRequest(
-                correlation_id=0,
-                resources=[
-                    m.AlterConfigsResource(
-                        resource_type=m.ConfigResourceType.TOPIC,
-                        resource_name=OFFSETS_TOPIC,
-                        configs=[m.AlterableConfig(name="segment.ms", value="3600000")],
-                    )
-                ],
-            )
-        )
-        assert response.responses[0].error_code == 0, response
+        harmless = m.AlterableConfig(name="segment.ms", value="3600000")
+        result = wire.alter_configs(OFFSETS_TOPIC, harmless)
+        assert result.error_code == 0, result
 
 
 def _poison_batch(base_offset: int) -> bytes:

@@ -95,33 +95,25 @@ def test_delete_records_refuses_negative_offsets_but_minus_one(
         assert result.error_code == 0 and result.low_watermark == 3, result
 
 
-def alter(wire: Wire, topic: str, *ops: m.AlterableConfig) -> m.AlterConfigsResourceResult:
-    response = wire.call(
-        m.AlterConfigsRequest(
-            correlation_id=0,
-            resources=[
-                m.AlterConfigsResource(
-                    resource_type=m.ConfigResourceType.TOPIC, resource_name=topic, configs=list(ops)
-                )
-            ],
-        )
-    )
-    return response.responses[0]
-
-
 def test_alter_configs_deleting_an_unknown_key_is_invalid_config(
     shared_broker: BrokerProcess, topic: str
 ) -> None:
     delete = m.AlterConfigOp.DELETE
     with Wire(shared_broker.port) as wire:  # type: ignore[arg-type]
         wire.create_topic(topic, configs={"retention.ms": "60000"})
-        result = alter(wire, topic, m.AlterableConfig(name="no.such.key", config_operation=delete))
+        result = wire.alter_configs(
+            topic, m.AlterableConfig(name="no.such.key", config_operation=delete)
+        )
         assert result.error_code == ErrorCode.INVALID_CONFIG, result
         assert "no.such.key" in (result.error_message or "")
         # a known key without an override: nothing to delete, as in Kafka
-        result = alter(wire, topic, m.AlterableConfig(name="segment.ms", config_operation=delete))
+        result = wire.alter_configs(
+            topic, m.AlterableConfig(name="segment.ms", config_operation=delete)
+        )
         assert result.error_code == 0, result
-        result = alter(wire, topic, m.AlterableConfig(name="retention.ms", config_operation=delete))
+        result = wire.alter_configs(
+            topic, m.AlterableConfig(name="retention.ms", config_operation=delete)
+        )
         assert result.error_code == 0, result
 
 

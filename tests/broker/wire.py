@@ -205,6 +205,22 @@ class Wire:
         assert response.correlation_id == cid
         return response.topics[0].partitions[0], tail
 
+    def alter_configs(
+        self,
+        name: str,
+        *ops: m.AlterableConfig,
+        validate_only: bool = False,
+        resource_type: int = m.ConfigResourceType.TOPIC,
+    ) -> m.AlterConfigsResourceResult:
+        """One AlterConfigs request for one resource; its result."""
+        resource = m.AlterConfigsResource(
+            resource_type=resource_type, resource_name=name, configs=list(ops)
+        )
+        request = m.AlterConfigsRequest(
+            correlation_id=0, validate_only=validate_only, resources=[resource]
+        )
+        return self.call(request).responses[0]
+
     def list_offset(self, topic: str, partition: int, timestamp: int) -> Any:
         response = self.call(
             m.ListOffsetsRequest(
