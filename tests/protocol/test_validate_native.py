@@ -23,7 +23,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import InvalidRecordError
+from odradek.protocol.records import (
+    HEADER_SIZE,
+    InvalidRecordError,
+    encode_batch,
+    parse_batch_header,
+)
 from odradek.protocol.validate import walk_records
 from odradek.protocol.varint import encode_varint
 
@@ -144,6 +149,30 @@ def expected(rows: list[Row], base_ts: int) -> Outcome:
 @given(_rows, _base_ts)
 def test_honest_bodies_pass_both_walks_alike(rows: list[Row], base_ts: int) -> None:
     assert same_outcome(body_of(rows), len(rows), base_ts) == expected(rows, base_ts)
+
+
+_records = st.lists(
+    st.tuples(
+        st.none() | st.binary(max_size=20),
+        st.none() | st.binary(max_size=200),
+        st.integers(0, 2**40),
+        st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_records)
+def test_batches_from_the_protocols_encoder_pass_both_walks_alike(records: list) -> None:
+    """Another encoder than this file's: records.encode_batch, header parsed as the broker does."""
+    data = encode_batch(records)
+    header = parse_batch_header(data)
+    assert same_outcome(data[HEADER_SIZE:], header.record_count, header.base_timestamp) == (
+        "ok",
+        (any(key is None for key, *_ in records), max(ts for _, _, ts, _ in records)),
+    )
 
 
 @needs_c
