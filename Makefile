@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard odradek/client/*.c)
+$(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
 	@command -v java >/dev/null 2>&1 || { \
 		echo "Java 17 (for PySpark) is missing: installing Debian's openjdk-17-jre-headless"; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless; }
@@ -20,12 +20,14 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c)
 run: $(STAMP)
 	$(VENV)/bin/odradek serve --config config/server.properties
 
-# The second pytest run puts the client on its pure-Python paths (odradek/client/native.py).
+# The second pytest run puts the compiled helpers' callers on their pure-Python paths
+# (protocol/native.py): the client, and the broker's record validation.
 test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
-	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py
+	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py \
+		tests/protocol/test_validate.py tests/protocol/test_validate_native.py
 
 # The sdist and the wheel (built from the sdist), checked as a package index checks them.
 dist: $(STAMP)

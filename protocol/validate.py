@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from odradek.protocol import native
 from odradek.protocol.compression import DecompressionLimitError, decompress_bounded
 from odradek.protocol.records import (
     ATTR_COMPRESSION_MASK,
@@ -44,7 +45,7 @@ from odradek.protocol.records import (
     InvalidRecordError,
     validate_client_batch,
 )
-from odradek.protocol.varint import VarintError, decode_varint
+from odradek.protocol.varint import VARINT_TRUNCATED, VarintError, decode_varint
 
 __all__ = [
     "DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES",
@@ -55,6 +56,7 @@ __all__ = [
     "has_compressed_batch",
     "stored_batch_bound",
     "validate_produced_batch",
+    "walk_records",
 ]
 
 # Kafka has no such bound (it streams records out of a compressed batch, so its memory is
@@ -135,12 +137,23 @@ def check_records(body: Buffer, header: BatchHeader) -> tuple[bool, int]:
     """Walk the decompressed ``body`` of a batch with ``header`` (rules in the module
     docstring); returns (a record has a null key, the largest record timestamp).
 
-    The hot loop of every produce: a one-byte varint (almost every length and delta) is decoded
-    inline, longer ones by :func:`decode_varint`.
+    The C walk (``odradek.protocol._validate``, loaded by :mod:`odradek.protocol.native`)
+    when it is built and not disabled, else its pure-Python twin :func:`walk_records`.
+    """
+    return _walk(body, header.record_count, header.base_timestamp, header.last_offset_delta)
+
+
+def walk_records(
+    body: Buffer, count: int, base_ts: int, last_offset_delta: int
+) -> tuple[bool, int]:
+    """The pure-Python record walk (rules in the module docstring; layout and the rules' order
+    in protocol/_validate.c, its C twin, which accepts and refuses exactly the same bodies with
+    the same messages); ``count``, ``base_ts`` and ``last_offset_delta`` are the header's.
+
+    A one-byte varint (almost every length and delta) is decoded inline, longer ones by
+    :func:`decode_varint`.
     """
     data = bytes(body)  # indexing bytes is faster than indexing a memoryview
-    count = header.record_count
-    base_ts = header.base_timestamp
     end = len(data)
     pos = 0
     keyless = False
@@ -151,7 +164,7 @@ def check_records(body: Buffer, header: BatchHeader) -> tuple[bool, int]:
             if pos >= end:
                 raise InvalidRecordError(
                     f"batch declares {count} records but holds {delta} "
-                    f"(recordCount {count}, lastOffsetDelta {header.last_offset_delta})"
+                    f"(recordCount {count}, lastOffsetDelta {last_offset_delta})"
                 )
             b = data[pos]
             if b < 0x80:
@@ -213,8 +226,10 @@ def check_records(body: Buffer, header: BatchHeader) -> tuple[bool, int]:
             timestamp = base_ts + ts_delta
             if timestamp > max_ts:
                 max_ts = timestamp
-    except (VarintError, IndexError) as exc:
+    except VarintError as exc:
         raise InvalidRecordError(f"record {delta}: {exc}") from None
+    except IndexError:  # an inline varint's first byte, past the end
+        raise InvalidRecordError(f"record {delta}: {VARINT_TRUNCATED}") from None
     if pos != end:
         raise InvalidRecordError(f"{end - pos} bytes after the batch's {count} records")
     if max_ts > _INT64_MAX:  # it becomes the batch's maxTimestamp, an int64
@@ -237,6 +252,10 @@ def _skip_headers(data: bytes, pos: int, record_end: int, delta: int) -> int:
             raise InvalidRecordError(f"record {delta}: header value length {value_length}")
         pos += max(value_length, 0)
     return pos
+
+
+_native = native.load("odradek.protocol._validate")  # None: not built, or disabled
+_walk = walk_records if _native is None else _native.walk_records
 
 
 def has_compressed_batch(buf: Buffer) -> bool:

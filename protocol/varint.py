@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_VARINT_BYTES",
     "MAX_VARLONG_BYTES",
+    "VARINT_TRUNCATED",
     "VarintError",
     "decode_varint",
     "encode_varint",
@@ -21,6 +22,8 @@ __all__ = [
 
 MAX_VARINT_BYTES = 5
 MAX_VARLONG_BYTES = 10
+
+VARINT_TRUNCATED = "varint runs past the end of the buffer"  # VarintError's message
 
 _TABLE_LIMIT = 1 << 16  # signed values in [-limit, limit) are precomputed
 
@@ -96,4 +99,4 @@ def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, i
             if shift >= 7 * MAX_VARLONG_BYTES:
                 raise VarintError(f"varint longer than {MAX_VARLONG_BYTES} bytes")
     except IndexError:
-        raise VarintError("varint runs past the end of the buffer") from None
+        raise VarintError(VARINT_TRUNCATED) from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -29,6 +28,10 @@ from tests.broker_process import REPO, BrokerProcess
 from tests.test_container import dockerfile_env
 
 pytestmark = pytest.mark.slow
+
+# the compiled helpers (protocol/native.py), as wheel paths without the platform suffix
+CLIENT_COMPILED = ["odradek/client/_record_buffer", "odradek/client/_record_decoder"]
+PROTOCOL_COMPILED = "odradek/protocol/_validate"
 
 BARE_NAMES = ["protocol", "storage", "broker", "client", "cli", "pipelines", "pyspark_odradek"]
 
@@ -108,8 +111,9 @@ def test_the_wheel_holds_odradek_alone(dist: Dist) -> None:
     assert f"{info}/licenses/LICENSE" in names
     for layer in ("protocol", "storage", "broker", "client", "cli", "spark", "pipelines"):
         assert f"odradek/{layer}/__init__.py" in names, layer
-    compiled = [n for n in names if re.fullmatch(r"odradek/client/_record_\w+\..*\.so", n)]
-    assert len(compiled) == 2, compiled
+    compiled = sorted(n for n in names if n.endswith(".so"))
+    modules = [n.split(".")[0] for n in compiled]
+    assert modules == [*CLIENT_COMPILED, PROTOCOL_COMPILED], compiled
     # nothing from the checkout's side: tests, benchmarks, C sources
     assert not [n for n in names if n.startswith(("tests/", "bench/")) or n.endswith(".c")]
 
@@ -148,6 +152,7 @@ def test_the_sdist_carries_the_sources_and_the_tests(dist: Dist) -> None:
         "config/server.properties",
         "odradek/client/_record_buffer.c",
         "odradek/client/_record_decoder.c",
+        "protocol/_validate.c",
         "protocol/records.py",
         "storage/log.py",
         "broker/server.py",
@@ -168,8 +173,11 @@ def test_only_the_odradek_namespace_is_importable(installed: Installed) -> None:
         import odradek
         from odradek import Admin, AsyncProducer, Consumer, Producer, TopicPartition
         from odradek.client import native
+        from odradek.protocol import native as protocol_native, validate
         bare = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]
         compiled = [native.load(n) for n in ("_record_buffer", "_record_decoder")]
+        compiled.append(protocol_native.load("odradek.protocol._validate"))
+        assert validate._walk is compiled[-1].walk_records
         print(json.dumps({
             "odradek": odradek.__file__,
             "version": odradek.__version__,
