@@ -18,14 +18,14 @@ from odradek.storage.repair import (
 from odradek.storage.topics import parse_partition_dir
 
 DESCRIPTION = """\
-A partition whose log is damaged anywhere but in a torn tail of its last segment stays offline
-at start-up (KAFKA_STORAGE_ERROR), every file in place, and the broker logs the file and byte
-position. This command validates every .log of that partition directory as recovery does and
-shows each damaged range: where it starts and ends, why, and which offsets are lost. Nothing
-changes unless --drop-damaged is given; then each damaged range is cut out of its segment
-(saved first as <segment>.log.damaged-<position>), the valid batches before and after it are
-kept, the segment's indexes are removed to be rebuilt, and the next broker start serves the
-partition again. Run it with the broker stopped: it takes the log dir's .lock.
+A partition whose log is damaged anywhere but in a torn tail of its last non-empty segment
+stays offline at start-up (KAFKA_STORAGE_ERROR), every file in place, and the broker logs the
+file and byte position. This command validates every .log of that partition directory as
+recovery does and shows each damaged range: where it starts and ends, why, and which offsets
+are lost. Nothing changes unless --drop-damaged is given; then each damaged range is cut out of
+its segment (saved first as <segment>.log.damaged-<position>), the valid batches before and
+after it are kept, the segment's indexes are removed to be rebuilt, and the next broker start
+serves the partition again. Run it with the broker stopped: it takes the log dir's .lock.
 """
 
 EPILOG = """\
