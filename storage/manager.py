@@ -12,9 +12,8 @@ Per root (docs/architecture.md §4)::
     topic-configs.json                   odradek's own: topic ids and config overrides
     <topic>-<partition>/                 one Log each
 
-Kafka keeps topic configs in its metadata log (KRaft); odradek has no controller, so they live
-in ``topic-configs.json``, written atomically to every online root with a version counter; the
-highest version found at start-up wins, so losing one root loses no config.
+Topic ids and config overrides live in ``topic-configs.json`` (:mod:`odradek.storage.topic_configs`:
+a versioned copy in every online root; the newest wins at start-up).
 
 Start-up, per root: create it if missing, lock it, read or write ``meta.properties`` (all roots
 share one cluster id, which a new root takes from the existing ones; a stored node id that
@@ -49,7 +48,6 @@ log start offset is re-applied by the next DeleteRecords or retention pass.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -90,6 +88,12 @@ from odradek.storage.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from odradek.storage.topic_configs import (
+    TOPIC_CONFIGS,
+    TopicMetadata,
+    encode_topic_configs,
+    read_topic_configs,
+)
 from odradek.storage.topics import (
     DELETE_DIR_SUFFIX,
     INTERNAL_TOPICS,
@@ -100,7 +104,7 @@ from odradek.storage.topics import (
 )
 from odradek.storage.uuids import new_uuid
 
-__all__ = ["LogManager", "TopicMetadata"]
+__all__ = ["LogManager"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,20 +112,9 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
-TOPIC_CONFIGS = "topic-configs.json"
 
 TopicPartition = tuple[str, int]
 DEFAULT_MAX_PARTITIONS = 10_000  # max.broker.partitions
-
-
-class TopicMetadata:
-    """A topic's id and config overrides (Kafka topic-level names)."""
-
-    __slots__ = ("configs", "topic_id")
-
-    def __init__(self, topic_id: str, configs: Mapping[str, str] | None = None) -> None:
-        self.topic_id = topic_id
-        self.configs = dict(configs or {})
 
 
 class LogManager:
@@ -543,40 +536,13 @@ class LogManager:
     # -- topic configs file ----------------------------------------------------------------
 
     def _load_topic_configs(self) -> None:
-        best: dict | None = None
-        for log_dir in self.online_dirs:
-            path = log_dir / TOPIC_CONFIGS
-            try:
-                data = json.loads(path.read_bytes())
-                version = int(data["version"])
-                topics = {
-                    validate_topic_name(name): TopicMetadata(
-                        str(entry["topic_id"]),
-                        {str(k): str(v) for k, v in entry["configs"].items()},
-                    )
-                    for name, entry in data["topics"].items()
-                }
-            except FileNotFoundError:
-                continue
-            except (ValueError, KeyError, TypeError, AttributeError, StorageError) as exc:
-                logger.error("ignoring unreadable %s: %s", path, exc)
-                continue
-            if best is None or version > best["version"]:
-                best = {"version": version, "topics": topics}
-        if best is not None:
-            self._topic_configs_version = best["version"]
-            self.topics.update(best["topics"])
+        version, topics = read_topic_configs(self.online_dirs)
+        self._topic_configs_version = version
+        self.topics.update(topics)
 
     def _save_topic_configs(self) -> None:
         self._topic_configs_version += 1
-        data = {
-            "version": self._topic_configs_version,
-            "topics": {
-                name: {"topic_id": meta.topic_id, "configs": meta.configs}
-                for name, meta in sorted(self.topics.items())
-            },
-        }
-        encoded = json.dumps(data, indent=1, sort_keys=True).encode()
+        encoded = encode_topic_configs(self._topic_configs_version, self.topics)
         for log_dir in self.online_dirs:
             try:
                 write_atomically(log_dir / TOPIC_CONFIGS, encoded)
