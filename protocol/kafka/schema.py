@@ -99,6 +99,9 @@ def parse_versions(spec: str | None) -> tuple[int, int]:
     return int(lo), int(hi or lo)
 
 
+UNSET: Any = type("Unset", (), {"__repr__": lambda _self: "UNSET"})()
+
+
 @dataclass(frozen=True)
 class F:
     """One field: name, type, versions; then nullable versions, tag, default."""
@@ -108,7 +111,7 @@ class F:
     versions: str
     nullable: str | None = None
     tag: int | None = None
-    default: Any = field(default=None)
+    default: Any = field(default=UNSET)
 
     def present(self, version: int) -> bool:
         lo, hi = parse_versions(self.versions)
@@ -120,7 +123,7 @@ class F:
 
     def default_value(self, version: int) -> Any:
         """Kafka's default: the declared one, else 0 / false / "" / empty / zero uuid."""
-        if self.default is not None:
+        if self.default is not UNSET:
             return self.default
         t = self.type
         if isinstance(t, ArrayOf):
@@ -128,7 +131,7 @@ class F:
         if isinstance(t, StructOf):
             return None  # an absent nested struct: tagged, and left out
         if t == STRING:
-            return None if self.is_nullable(version) and self.tag is None else ""
+            return ""
         if t in (BYTES, RECORDS):
             return b""
         if t == BOOL:
@@ -307,7 +310,8 @@ def struct_codec(fields: tuple[F, ...], version: int, flexible: bool) -> StructC
     tags = sorted(tagged.items())
     mutable = tuple((name, d) for name, d in absent if isinstance(d, list))
     frozen = {name: d for name, d in absent if not isinstance(d, list)}
-    frozen.update({name: d for name, _dec, _enc, d in tagged.values()} if flexible else {})
+    # a tagged struct left out decodes to None (its default dict only serves the encode check)
+    frozen.update({n: None if isinstance(d, dict) else d for n, _dec, _enc, d in tagged.values()})
     mutable_tags = tuple(
         (name, d) for name, _dec, _enc, d in tagged.values() if isinstance(d, list)
     )
