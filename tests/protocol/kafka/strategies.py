@@ -108,7 +108,7 @@ def assert_decoded(
             assert have is not None and len(have) == len(want), f.name
             for w, h in zip(want, have, strict=True):
                 assert_decoded(f.type.item, version, flexible, w, h)
-        elif f.type in (BYTES, RECORDS) and want is not None or f.type == RECORDS:
+        elif (f.type in (BYTES, RECORDS) and want is not None) or f.type == RECORDS:
             assert have is not None and bytes(have) == bytes(want or b""), f.name
         else:
             assert have == want, (f.name, have, want)
