@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, headers
+from odradek.protocol.kafka.compiler import struct_codec
 from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
 from odradek.protocol.kafka.primitives import KafkaMalformed
-from odradek.protocol.kafka.schema import Api, Out, RecordsSlot, struct_codec
+from odradek.protocol.kafka.schema import Api, Out, RecordsSlot
 from odradek.protocol.messages.base import UnsupportedVersion
 
 __all__ = [

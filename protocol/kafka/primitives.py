@@ -74,6 +74,8 @@ def decode_uvarint(
 ) -> tuple[int, int]:
     """An unsigned varint of at most ``max_bytes`` bytes."""
     end = len(buf)
+    if pos < end and buf[pos] < 0x80:  # the common one-byte case
+        return buf[pos], pos + 1
     value = shift = 0
     for _ in range(max_bytes):
         if pos >= end:
@@ -157,6 +159,8 @@ FIXED: dict[str, tuple[Decoder, Encoder, struct.Struct]] = {
 }
 _INT16 = FIXED["int16"][2]
 _INT32 = FIXED["int32"][2]
+_unpack_int16 = _INT16.unpack_from
+_unpack_int32 = _INT32.unpack_from
 
 
 def decode_bool(buf: memoryview, pos: int) -> tuple[bool, int]:
@@ -196,7 +200,10 @@ def _text(raw: memoryview) -> str:
 
 
 def decode_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
-    length, pos = FIXED["int16"][0](buf, pos)
+    if pos + 2 > len(buf):
+        raise KafkaMalformed("string length runs past the end of the frame")
+    (length,) = _unpack_int16(buf, pos)
+    pos += 2
     if length < 0:
         if length != -1:
             raise KafkaMalformed(f"negative string length {length}")
@@ -234,12 +241,18 @@ def encode_compact_string(out: bytearray, value: str | None) -> None:
 
 
 def decode_bytes(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
-    length, pos = FIXED["int32"][0](buf, pos)
+    if pos + 4 > len(buf):
+        raise KafkaMalformed("bytes length runs past the end of the frame")
+    (length,) = _unpack_int32(buf, pos)
+    pos += 4
     if length < 0:
         if length != -1:
             raise KafkaMalformed(f"negative bytes length {length}")
         return None, pos
-    return _payload(buf, pos, length, "bytes")
+    end = pos + length
+    if end > len(buf):
+        raise KafkaMalformed(f"bytes of {length} bytes run past the end of the frame")
+    return buf[pos:end], end
 
 
 def decode_compact_bytes(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:

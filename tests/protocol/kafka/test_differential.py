@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol.kafka import APIS, decode_request, decode_response
-from odradek.protocol.kafka.schema import Out, struct_codec
+from odradek.protocol.kafka.compiler import struct_codec
+from odradek.protocol.kafka.schema import Out
 from tests.protocol.kafka.strategies import fields_strategy
 from tests.protocol.kafka.test_layouts import CASES
 

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol.kafka import APIS
-from odradek.protocol.kafka.schema import Out, parse_versions, struct_codec
+from odradek.protocol.kafka.compiler import struct_codec
+from odradek.protocol.kafka.schema import Out, parse_versions
 from tests.protocol.kafka.strategies import assert_decoded, fields_strategy
 
 CASES = [

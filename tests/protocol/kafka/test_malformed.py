@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol.kafka import APIS, KafkaMalformed, decode_request, encode_request
-from odradek.protocol.kafka.schema import Out, struct_codec
+from odradek.protocol.kafka.compiler import struct_codec
+from odradek.protocol.kafka.schema import Out
 from odradek.protocol.messages.base import MalformedMessage
 from tests.protocol.kafka.strategies import fields_strategy
 from tests.protocol.kafka.test_layouts import CASES
