@@ -11,7 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.kafka import APIS, KafkaMalformed, decode_request, encode_request
+from odradek.protocol.kafka import (
+    APIS,
+    KafkaMalformed,
+    KafkaUnsupported,
+    decode_request,
+    encode_request,
+)
 from odradek.protocol.kafka.compiler import struct_codec
 from odradek.protocol.kafka.schema import Out
 from odradek.protocol.messages.base import MalformedMessage
@@ -61,8 +67,13 @@ def test_negative_and_huge_array_counts(count: bytes) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64))
 def test_garbage_frames(garbage: bytes) -> None:
-    with contextlib.suppress(MalformedMessage):
-        decode_request(garbage)
+    try:
+        header, fields = decode_request(garbage)
+    except MalformedMessage as exc:
+        assert isinstance(exc, (KafkaMalformed, KafkaUnsupported))
+    else:  # garbage that happens to be a valid request names a spoken api and version
+        lo, hi = APIS[header.api_key].versions
+        assert lo <= header.api_version <= hi and isinstance(fields, dict)
 
 
 @settings(max_examples=200, deadline=None)
