@@ -104,17 +104,32 @@ def _decode_body(
 
 
 # ---- Requests ----------------------------------------------------------------------------
+_REQUEST_DECODERS: dict[tuple[int, int], tuple[Api, Any, bool]] = {}
+
+
+def _request_decoder(api_key: int, version: int, correlation_id: int) -> tuple[Api, Any, bool]:
+    api = _api(api_key, version, correlation_id)
+    flexible = api.is_flexible(version)
+    entry = (api, struct_codec(api.request, version, flexible).decode, flexible)
+    _REQUEST_DECODERS[(api_key, version)] = entry
+    return entry
+
+
 def decode_request(body: bytes | bytearray | memoryview) -> tuple[RequestHeader, dict[str, Any]]:
     """A request frame body: its header and its fields (records stay views into ``body``)."""
     buf = memoryview(body)
-    api_key, version, correlation_id = headers.peek_request_header(buf)
-    api = _api(api_key, version, correlation_id)
+    fixed = headers.peek_request_header(buf)
+    entry = _REQUEST_DECODERS.get(fixed[:2]) or _request_decoder(*fixed)
+    api, decode, flexible = entry
     try:
-        header, pos = headers.decode_request_header(buf, api.is_flexible(version))
-        return header, _decode_body(api, version, True, buf, pos)
+        header, pos = headers.decode_request_header(buf, fixed, flexible)
+        value, end = decode(buf, pos)
+        if end != len(buf):
+            raise KafkaMalformed(f"{len(buf) - end} trailing bytes after {api.name} v{fixed[1]}")
     except KafkaMalformed as exc:
-        exc.correlation_id = correlation_id
+        exc.api_key, exc.version, exc.correlation_id = fixed
         raise
+    return header, value
 
 
 def encode_request(

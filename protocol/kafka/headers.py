@@ -50,13 +50,15 @@ def peek_request_header(buf: memoryview) -> tuple[int, int, int]:
     return _FIXED.unpack_from(buf, 0)
 
 
-def decode_request_header(buf: memoryview, flexible: bool) -> tuple[RequestHeader, int]:
-    """The header (v2 if ``flexible`` else v1) and the position of the body."""
-    api_key, version, correlation_id = peek_request_header(buf)
+def decode_request_header(
+    buf: memoryview, fixed: tuple[int, int, int], flexible: bool
+) -> tuple[RequestHeader, int]:
+    """The header (v2 if ``flexible`` else v1), given its fixed part (``peek_request_header``),
+    and the position of the body."""
     client_id, pos = p.decode_string(buf, _FIXED.size)
     if flexible:
         pos = p.skip_tagged_fields(buf, pos)
-    return RequestHeader(api_key, version, correlation_id, client_id), pos
+    return RequestHeader(*fixed, client_id), pos
 
 
 def encode_request_header(out: bytearray, header: RequestHeader, flexible: bool) -> None:
