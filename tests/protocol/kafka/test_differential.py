@@ -12,7 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.kafka import APIS, decode_request, decode_response
+from odradek.protocol.kafka import (
+    APIS,
+    api_version_ranges,
+    decode_request,
+    decode_response,
+    unsupported_version_response,
+)
 from odradek.protocol.kafka.compiler import struct_codec
 from odradek.protocol.kafka.schema import Out
 from tests.protocol.kafka.strategies import fields_strategy
@@ -109,3 +115,12 @@ def test_kafka_python_frames_decode_here(key: int, version: int, kind: str) -> N
         ours, fields
     )
     assert frame.endswith(bytes(ours))
+
+
+@pytest.mark.parametrize("asked", [3, 4])
+def test_kafka_python_reads_the_v0_fallback_whatever_it_asked(asked: int) -> None:
+    ranges = api_version_ranges()
+    body = unsupported_version_response(18, 31, ranges)
+    reply = ORACLE[(18, "response")].decode(body, version=asked, header=True)
+    assert reply.header.correlation_id == 31 and reply.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in reply.api_keys] == ranges
