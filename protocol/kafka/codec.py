@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, headers
-from odradek.protocol.kafka.compiler import struct_codec
+from odradek.protocol.kafka.compiler import StructCodec, struct_codec
 from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
 from odradek.protocol.kafka.primitives import KafkaMalformed
 from odradek.protocol.kafka.schema import Api, Out, RecordsSlot
@@ -84,52 +85,49 @@ def _api(api_key: int, version: int, correlation_id: int = 0) -> Api:
     return api
 
 
-def _decode_body(
-    api: Api, version: int, request: bool, buf: memoryview, pos: int
-) -> dict[str, Any]:
-    flexible = api.is_flexible(version)
-    layout = api.request if request else api.response
-    try:
-        value, end = struct_codec(layout, version, flexible).decode(buf, pos)
-    except KafkaMalformed as exc:
-        exc.api_key, exc.version = api.key, version
-        raise
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one (api, version, direction) needs, looked up once: hashing a layout is slow."""
+
+    api: Api
+    codec: StructCodec
+    flexible: bool  # the body's encoding, and the request header's version
+    header_flexible: bool  # the response header's version (ApiVersions: always v0)
+
+
+_PLANS: dict[tuple[int, int, bool], _Plan] = {}
+
+
+def _plan(api_key: int, version: int, request: bool, correlation_id: int = 0) -> _Plan:
+    plan = _PLANS.get((api_key, version, request))
+    if plan is None:
+        api = _api(api_key, version, correlation_id)
+        flexible = api.is_flexible(version)
+        codec = struct_codec(api.request if request else api.response, version, flexible)
+        header_flexible = flexible and api_key != API_VERSIONS_KEY
+        plan = _PLANS[(api_key, version, request)] = _Plan(api, codec, flexible, header_flexible)
+    return plan
+
+
+def _decode_body(plan: _Plan, buf: memoryview, pos: int) -> dict[str, Any]:
+    value, end = plan.codec.decode(buf, pos)
     if end != len(buf):
-        raise KafkaMalformed(
-            f"{len(buf) - end} trailing bytes after {api.name} v{version}",
-            api_key=api.key,
-            version=version,
-        )
+        raise KafkaMalformed(f"{len(buf) - end} trailing bytes after {plan.api.name}")
     return value
 
 
 # ---- Requests ----------------------------------------------------------------------------
-_REQUEST_DECODERS: dict[tuple[int, int], tuple[Api, Any, bool]] = {}
-
-
-def _request_decoder(api_key: int, version: int, correlation_id: int) -> tuple[Api, Any, bool]:
-    api = _api(api_key, version, correlation_id)
-    flexible = api.is_flexible(version)
-    entry = (api, struct_codec(api.request, version, flexible).decode, flexible)
-    _REQUEST_DECODERS[(api_key, version)] = entry
-    return entry
-
-
 def decode_request(body: bytes | bytearray | memoryview) -> tuple[RequestHeader, dict[str, Any]]:
     """A request frame body: its header and its fields (records stay views into ``body``)."""
     buf = memoryview(body)
     fixed = headers.peek_request_header(buf)
-    entry = _REQUEST_DECODERS.get(fixed[:2]) or _request_decoder(*fixed)
-    api, decode, flexible = entry
+    plan = _PLANS.get((fixed[0], fixed[1], True)) or _plan(fixed[0], fixed[1], True, fixed[2])
     try:
-        header, pos = headers.decode_request_header(buf, fixed, flexible)
-        value, end = decode(buf, pos)
-        if end != len(buf):
-            raise KafkaMalformed(f"{len(buf) - end} trailing bytes after {api.name} v{fixed[1]}")
+        header, pos = headers.decode_request_header(buf, fixed, plan.flexible)
+        return header, _decode_body(plan, buf, pos)
     except KafkaMalformed as exc:
         exc.api_key, exc.version, exc.correlation_id = fixed
         raise
-    return header, value
 
 
 def encode_request(
@@ -140,32 +138,25 @@ def encode_request(
     fields: Mapping[str, Any],
 ) -> bytes:
     """A request frame body (for tests and clients)."""
-    api = _api(api_key, version, correlation_id)
-    flexible = api.is_flexible(version)
+    plan = _plan(api_key, version, True, correlation_id)
     out = Out()
-    headers.encode_request_header(
-        out, RequestHeader(api_key, version, correlation_id, client_id), flexible
-    )
-    struct_codec(api.request, version, flexible).encode(out, fields)
+    header = RequestHeader(api_key, version, correlation_id, client_id)
+    headers.encode_request_header(out, header, plan.flexible)
+    plan.codec.encode(out, fields)
     return bytes(out)
 
 
 # ---- Responses ---------------------------------------------------------------------------
-def _response_header_flexible(api: Api, version: int) -> bool:
-    return api.key != API_VERSIONS_KEY and api.is_flexible(version)
-
-
 def encode_response_parts(
     api_key: int, version: int, correlation_id: int, fields: Mapping[str, Any]
 ) -> list[bytes | RecordsSlot]:
     """A response frame body in pieces: encoded bytes, and a :class:`RecordsSlot` wherever a
     ``records`` value was a slot (its length prefix is already in the preceding bytes; the
     caller writes ``slot.size`` bytes in its place, e.g. with sendfile)."""
-    api = _api(api_key, version, correlation_id)
-    flexible = api.is_flexible(version)
+    plan = _plan(api_key, version, False, correlation_id)
     out = Out()
-    headers.encode_response_header(out, correlation_id, _response_header_flexible(api, version))
-    struct_codec(api.response, version, flexible).encode(out, fields)
+    headers.encode_response_header(out, correlation_id, plan.header_flexible)
+    plan.codec.encode(out, fields)
     if not out.slots:
         return [bytes(out)]
     parts: list[bytes | RecordsSlot] = []
@@ -191,12 +182,14 @@ def decode_response(
     api_key: int, version: int, body: bytes | bytearray | memoryview
 ) -> tuple[int, dict[str, Any]]:
     """``(correlation_id, fields)`` of a response frame body (for tests and clients)."""
-    api = _api(api_key, version)
+    plan = _plan(api_key, version, False)
     buf = memoryview(body)
-    correlation_id, pos = headers.decode_response_header(
-        buf, _response_header_flexible(api, version)
-    )
-    return correlation_id, _decode_body(api, version, False, buf, pos)
+    correlation_id, pos = headers.decode_response_header(buf, plan.header_flexible)
+    try:
+        return correlation_id, _decode_body(plan, buf, pos)
+    except KafkaMalformed as exc:
+        exc.api_key, exc.version, exc.correlation_id = api_key, version, correlation_id
+        raise
 
 
 _RANGE = struct.Struct(">hhh")
