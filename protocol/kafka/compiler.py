@@ -4,9 +4,9 @@ The walk's rules are the schema module's; this module only makes them fast. For 
 (layout, version, flexible) it generates, once and cached, Python source in which runs of
 adjacent fixed-width fields (ints, bools, float64) are one ``struct`` call and every other field
 is one call to its primitive, array or nested-struct codec, then ``exec``\\ s it. A decoder
-returns a dict literal; an encoder reads values with ``dict.get(name, default)``. Measured on
-10 partitions x 512 B: ProduceRequest v7 decode and FetchResponse v11 encode both ~2x faster
-than the closure walk this replaced.
+returns a dict literal; an encoder reads values with ``dict.get(name, default)``. Per message
+(10 partitions x 512 B, one core, CPython 3.11), with headers: ProduceRequest v7 decode ~8 us,
+FetchResponse v11 encode ~8 us; a walk of the layout with closures took 13 and 18 us.
 """
 
 from __future__ import annotations
