@@ -1,4 +1,4 @@
-"""Message layouts as data, and the one generic codec that walks them.
+"""Message layouts as data, and the rules by which a layout is read and written at a version.
 
 A layout is a tuple of :class:`F` (field) declarations, transcribed from Apache Kafka's message
 definitions (``clients/src/main/resources/common/message/*.json``), limited to the versions this
@@ -7,7 +7,7 @@ broker speaks. Each field names its type, the versions it exists in (``"3+"``, `
 Types are the primitive names of :mod:`.primitives`, ``RECORDS`` (bytes carrying record batches),
 ``ArrayOf(type)`` or ``ArrayOf(F(...), ...)`` (an array of structs) and ``StructOf(F(...), ...)``.
 
-Rules of the walk, for one version:
+Rules, for one version:
 
 * Fields absent from the version are neither read nor written; decoding yields their default.
   (Kafka refuses to *send* a non-default value of a non-ignorable absent field; this codec
