@@ -90,7 +90,7 @@ DELETE_TOPICS = Api(
     (1, 5),
     flexible=4,
     request=(
-        F("topic_names", ArrayOf(STRING), "1+"),
+        F("topic_names", ArrayOf(STRING), "1-5"),
         F("timeout_ms", INT32, "1+"),
     ),
     response=(

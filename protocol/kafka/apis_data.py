@@ -81,7 +81,7 @@ METADATA = Api(
             nullable="1+",
         ),
         F("allow_auto_topic_creation", BOOL, "4+", default=True),
-        F("include_cluster_authorized_operations", BOOL, "8+"),
+        F("include_cluster_authorized_operations", BOOL, "8-10"),
         F("include_topic_authorized_operations", BOOL, "8+"),
     ),
     response=(
@@ -121,7 +121,7 @@ METADATA = Api(
             ),
             "0+",
         ),
-        F("cluster_authorized_operations", INT32, "8+", default=-2147483648),
+        F("cluster_authorized_operations", INT32, "8-10", default=-2147483648),
     ),
 )
 
@@ -137,7 +137,7 @@ PRODUCE = Api(
         F(
             "topic_data",
             ArrayOf(
-                F("name", STRING, "3+"),
+                F("name", STRING, "3-12"),
                 F(
                     "partition_data",
                     ArrayOf(
@@ -154,7 +154,7 @@ PRODUCE = Api(
         F(
             "responses",
             ArrayOf(
-                F("name", STRING, "3+"),
+                F("name", STRING, "3-12"),
                 F(
                     "partition_responses",
                     ArrayOf(
@@ -195,7 +195,7 @@ FETCH = Api(
     flexible=12,
     request=(
         F("cluster_id", STRING, "12+", nullable="12+", tag=0, default=None),
-        F("replica_id", INT32, "4+", default=-1),
+        F("replica_id", INT32, "4-14", default=-1),
         F("max_wait_ms", INT32, "4+"),
         F("min_bytes", INT32, "4+"),
         F("max_bytes", INT32, "4+", default=2147483647),
@@ -205,7 +205,7 @@ FETCH = Api(
         F(
             "topics",
             ArrayOf(
-                F("topic", STRING, "4+"),
+                F("topic", STRING, "4-12"),
                 F(
                     "partitions",
                     ArrayOf(
@@ -224,7 +224,7 @@ FETCH = Api(
         F(
             "forgotten_topics_data",
             ArrayOf(
-                F("topic", STRING, "7+"),
+                F("topic", STRING, "7-12"),
                 F("partitions", ArrayOf(INT32), "7+"),
             ),
             "7+",
@@ -238,7 +238,7 @@ FETCH = Api(
         F(
             "responses",
             ArrayOf(
-                F("topic", STRING, "4+"),
+                F("topic", STRING, "4-12"),
                 F(
                     "partitions",
                     ArrayOf(

@@ -26,16 +26,16 @@ FIND_COORDINATOR = Api(
     (0, 3),
     flexible=3,
     request=(
-        F("key", STRING, "0+"),
+        F("key", STRING, "0-3"),
         F("key_type", INT8, "1+"),
     ),
     response=(
         F("throttle_time_ms", INT32, "1+"),
-        F("error_code", INT16, "0+"),
-        F("error_message", STRING, "1+", nullable="1+"),
-        F("node_id", INT32, "0+"),
-        F("host", STRING, "0+"),
-        F("port", INT32, "0+"),
+        F("error_code", INT16, "0-3"),
+        F("error_message", STRING, "1-3", nullable="1-3"),
+        F("node_id", INT32, "0-3"),
+        F("host", STRING, "0-3"),
+        F("port", INT32, "0-3"),
     ),
 )
 
@@ -174,7 +174,7 @@ OFFSET_COMMIT = Api(
         F(
             "topics",
             ArrayOf(
-                F("name", STRING, "2+"),
+                F("name", STRING, "2-9"),
                 F(
                     "partitions",
                     ArrayOf(
@@ -194,7 +194,7 @@ OFFSET_COMMIT = Api(
         F(
             "topics",
             ArrayOf(
-                F("name", STRING, "2+"),
+                F("name", STRING, "2-9"),
                 F(
                     "partitions",
                     ArrayOf(
@@ -215,15 +215,15 @@ OFFSET_FETCH = Api(
     (1, 7),
     flexible=6,
     request=(
-        F("group_id", STRING, "1+"),
+        F("group_id", STRING, "1-7"),
         F(
             "topics",
             ArrayOf(
-                F("name", STRING, "1+"),
-                F("partition_indexes", ArrayOf(INT32), "1+"),
+                F("name", STRING, "1-7"),
+                F("partition_indexes", ArrayOf(INT32), "1-7"),
             ),
-            "1+",
-            nullable="2+",
+            "1-7",
+            nullable="2-7",
         ),
         F("require_stable", BOOL, "7+", default=False),
     ),
@@ -232,22 +232,22 @@ OFFSET_FETCH = Api(
         F(
             "topics",
             ArrayOf(
-                F("name", STRING, "1+"),
+                F("name", STRING, "1-7"),
                 F(
                     "partitions",
                     ArrayOf(
-                        F("partition_index", INT32, "1+"),
-                        F("committed_offset", INT64, "1+"),
-                        F("committed_leader_epoch", INT32, "5+", default=-1),
-                        F("metadata", STRING, "1+", nullable="1+"),
-                        F("error_code", INT16, "1+"),
+                        F("partition_index", INT32, "1-7"),
+                        F("committed_offset", INT64, "1-7"),
+                        F("committed_leader_epoch", INT32, "5-7", default=-1),
+                        F("metadata", STRING, "1-7", nullable="1-7"),
+                        F("error_code", INT16, "1-7"),
                     ),
-                    "1+",
+                    "1-7",
                 ),
             ),
-            "1+",
+            "1-7",
         ),
-        F("error_code", INT16, "2+"),
+        F("error_code", INT16, "2-7"),
     ),
 )
 
