@@ -31,6 +31,7 @@ from odradek.protocol.records import (
 )
 from odradek.protocol.validate import walk_records
 from odradek.protocol.varint import encode_varint
+from tests.protocol.test_validate import records_strategy
 
 try:
     C: ModuleType | None = importlib.import_module("odradek.protocol._validate")
@@ -151,20 +152,8 @@ def test_honest_bodies_pass_both_walks_alike(rows: list[Row], base_ts: int) -> N
     assert same_outcome(body_of(rows), len(rows), base_ts) == expected(rows, base_ts)
 
 
-_records = st.lists(
-    st.tuples(
-        st.none() | st.binary(max_size=20),
-        st.none() | st.binary(max_size=200),
-        st.integers(0, 2**40),
-        st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=5)), max_size=2),
-    ),
-    min_size=1,
-    max_size=20,
-)
-
-
 @settings(max_examples=100, deadline=None)
-@given(_records)
+@given(records_strategy)
 def test_batches_from_the_protocols_encoder_pass_both_walks_alike(records: list) -> None:
     """Another encoder than this file's: records.encode_batch, header parsed as the broker does."""
     data = encode_batch(records)
