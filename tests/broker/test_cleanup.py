@@ -94,18 +94,7 @@ def test_retention_altered_at_runtime_deletes_segments(
 
         # DeleteRecords moves the log start inside a segment: the segments wholly below it go.
         target = start + 5
-        response = wire.call(
-            m.DeleteRecordsRequest(
-                correlation_id=0,
-                topics=[
-                    m.DeleteRecordsTopic(
-                        name="events",
-                        partitions=[m.DeleteRecordsPartition(partition_index=0, offset=target)],
-                    )
-                ],
-            )
-        )
-        assert response.topics[0].partitions[0].low_watermark == target
+        assert wire.delete_records("events", 0, target).low_watermark == target
         _wait_for(
             lambda: any(
                 e["reason"] == "log-start-offset" for e in broker.events("log segments deleted")

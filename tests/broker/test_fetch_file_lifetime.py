@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from odradek.protocol import messages as m
 from odradek.protocol.frames import FrameDecoder
 from tests.broker.test_zero_copy import PlainAsyncioBroker
 from tests.broker.wire import Wire, bad_events, batch
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, wait_until
 
 REQUEST_BYTES = 1 << 20
 A_REQUESTS = 24  # A: ~24 MiB, far more than the socket buffers hold
@@ -128,7 +127,7 @@ def _assert_only_a(broker: BrokerProcess, a_bytes: bytes, tail: bytes) -> None:
     assert tail == a_bytes[: len(tail)]
     # and once the send is over, a's removed segment's descriptor is closed (not leaked)
     assert broker.process is not None
-    assert _wait_until(lambda: not _open_deleted_files(broker.process.pid, "a-0"))
+    assert wait_until(lambda: not _open_deleted_files(broker.process.pid, "a-0"))
     assert bad_events(broker.lines) == []
 
 
@@ -164,19 +163,10 @@ def test_a_fetch_never_sends_the_bytes_of_a_file_opened_after_retention_removed_
 
         def delete_old_segments() -> None:
             since = len(broker.lines)
-            request = m.DeleteRecordsRequest(
-                correlation_id=0,
-                topics=[
-                    m.DeleteRecordsTopic(
-                        name="a",
-                        partitions=[m.DeleteRecordsPartition(partition_index=0, offset=-1)],
-                    )
-                ],
-            )
-            assert admin.call(request).topics[0].partitions[0].error_code == 0
+            assert admin.delete_records("a", 0, -1).error_code == 0
             assert broker.wait_for_events("log segments deleted", since_line=since)
             # closed and unlinked (the worker thread's work) before b opens its files
-            assert _wait_until(lambda: not list(partition_dir.glob("*.deleted")))
+            assert wait_until(lambda: not list(partition_dir.glob("*.deleted")))
 
         a_bytes, tail = _stalled_fetch(
             broker, partition_dir / f"{0:020d}.log", delete_old_segments, admin
@@ -193,12 +183,3 @@ def _open_deleted_files(pid: int, partition_dir: str) -> list[str]:
         except OSError:  # closed meanwhile
             continue
     return [t for t in targets if partition_dir in t and t.endswith("(deleted)")]
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True

@@ -10,7 +10,6 @@ A Fetch's wait is also capped by ``fetch.wait.max.ms``.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from tests.broker.test_limits import connect_when_allowed
 from tests.broker.wire import Wire, bad_events
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, wait_until
 
 HANGERS = 200
 INT32_MAX = 2**31 - 1
@@ -42,15 +41,6 @@ def _sockets_in_close_wait(port: int) -> int:
     return count
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def _long_poll(topic: str) -> m.FetchRequest:
     return m.FetchRequest(
         correlation_id=0,
@@ -67,7 +57,7 @@ def _long_poll(topic: str) -> m.FetchRequest:
 def _assert_slots_and_sockets_freed(broker: BrokerProcess) -> None:
     port = broker.port
     assert port is not None
-    assert _wait_until(lambda: _sockets_in_close_wait(port) == 0), _sockets_in_close_wait(port)
+    assert wait_until(lambda: _sockets_in_close_wait(port) == 0), _sockets_in_close_wait(port)
     with connect_when_allowed(broker, timeout_s=10.0) as newcomer:  # a slot is free
         assert newcomer.call(m.ApiVersionsRequest(correlation_id=0)).error_code == 0
     assert bad_events(broker.lines) == []
@@ -130,8 +120,8 @@ def test_the_close_wait_probe_sees_a_socket_left_open() -> None:
         client = socket.create_connection(("127.0.0.1", port))
         accepted, _ = listener.accept()
         client.close()
-        assert _wait_until(lambda: _sockets_in_close_wait(port) == 1)
+        assert wait_until(lambda: _sockets_in_close_wait(port) == 1)
         accepted.close()
-        assert _wait_until(lambda: _sockets_in_close_wait(port) == 0)
+        assert wait_until(lambda: _sockets_in_close_wait(port) == 0)
     finally:
         listener.close()

@@ -131,18 +131,8 @@ def test_clients_cannot_delete_records_of_the_offsets_topic(broker: BrokerProces
     with Wire(broker.port) as wire:  # type: ignore[arg-type]
         wire.create_topic("t")
         commit(wire, "t", 500)
-        response = wire.call(
-            m.DeleteRecordsRequest(
-                correlation_id=0,
-                topics=[
-                    m.DeleteRecordsTopic(
-                        name=OFFSETS_TOPIC,
-                        partitions=[m.DeleteRecordsPartition(partition_index=0, offset=-1)],
-                    )
-                ],
-            )
-        )
-        assert response.topics[0].partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        result = wire.delete_records(OFFSETS_TOPIC, 0, -1)
+        assert result.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert wire.list_offset(OFFSETS_TOPIC, 0, m.EARLIEST_TIMESTAMP).offset == 0
     broker.restart()
     with Wire(broker.port) as wire:  # type: ignore[arg-type]

@@ -41,18 +41,7 @@ def test_list_offsets(wire: Wire, topic: str) -> None:
 
 
 def delete_records(wire: Wire, topic: str, offset: int, partition: int = 0) -> tuple[int, int]:
-    response = wire.call(
-        m.DeleteRecordsRequest(
-            correlation_id=0,
-            topics=[
-                m.DeleteRecordsTopic(
-                    name=topic,
-                    partitions=[m.DeleteRecordsPartition(partition_index=partition, offset=offset)],
-                )
-            ],
-        )
-    )
-    result = response.topics[0].partitions[0]
+    result = wire.delete_records(topic, partition, offset)
     return result.error_code, result.low_watermark
 
 

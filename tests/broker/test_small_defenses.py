@@ -66,21 +66,6 @@ def test_a_name_colliding_with_an_internal_topic_is_refused_before_it_exists(
         assert response.topics[0].partitions[0].error_code == 0, response
 
 
-def delete_records(wire: Wire, topic: str, offset: int) -> m.DeleteRecordsPartitionResult:
-    response = wire.call(
-        m.DeleteRecordsRequest(
-            correlation_id=0,
-            topics=[
-                m.DeleteRecordsTopic(
-                    name=topic,
-                    partitions=[m.DeleteRecordsPartition(partition_index=0, offset=offset)],
-                )
-            ],
-        )
-    )
-    return response.topics[0].partitions[0]
-
-
 @pytest.mark.parametrize("offset", [-2, -5, -(2**63)])
 def test_delete_records_refuses_negative_offsets_but_minus_one(
     shared_broker: BrokerProcess, topic: str, offset: int
@@ -88,10 +73,10 @@ def test_delete_records_refuses_negative_offsets_but_minus_one(
     with Wire(shared_broker.port) as wire:  # type: ignore[arg-type]
         wire.create_topic(topic)
         assert wire.produce(topic, 0, batch(3)).error_code == 0
-        result = delete_records(wire, topic, offset)
+        result = wire.delete_records(topic, 0, offset)
         assert result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE, result
         assert wire.list_offset(topic, 0, m.EARLIEST_TIMESTAMP).offset == 0
-        result = delete_records(wire, topic, -1)  # -1: up to the high watermark
+        result = wire.delete_records(topic, 0, -1)  # -1: up to the high watermark
         assert result.error_code == 0 and result.low_watermark == 3, result
 
 

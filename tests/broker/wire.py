@@ -221,6 +221,16 @@ class Wire:
         )
         return self.call(request).responses[0]
 
+    def delete_records(
+        self, topic: str, partition: int, offset: int
+    ) -> m.DeleteRecordsPartitionResult:
+        """DeleteRecords below ``offset`` (-1: the high watermark); the partition's result."""
+        deleted = m.DeleteRecordsPartition(partition_index=partition, offset=offset)
+        request = m.DeleteRecordsRequest(
+            correlation_id=0, topics=[m.DeleteRecordsTopic(name=topic, partitions=[deleted])]
+        )
+        return self.call(request).topics[0].partitions[0]
+
     def list_offset(self, topic: str, partition: int, timestamp: int) -> Any:
         response = self.call(
             m.ListOffsetsRequest(

@@ -112,20 +112,7 @@ def produce(
 
 def delete_records(wire: Wire, topic: str, partition: int, before_offset: int) -> int:
     """DeleteRecords: move the log start offset to ``before_offset``; returns the new one."""
-    response = wire.call(
-        m.DeleteRecordsRequest(
-            correlation_id=0,
-            topics=[
-                m.DeleteRecordsTopic(
-                    name=topic,
-                    partitions=[
-                        m.DeleteRecordsPartition(partition_index=partition, offset=before_offset)
-                    ],
-                )
-            ],
-        )
-    )
-    result = response.topics[0].partitions[0]
+    result = wire.delete_records(topic, partition, before_offset)
     assert result.error_code == 0, result
     return result.low_watermark
 
