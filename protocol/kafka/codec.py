@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, headers
 from odradek.protocol.kafka.compiler import StructCodec, struct_codec
 from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
@@ -36,8 +37,6 @@ __all__ = [
     "encode_response_parts",
     "unsupported_version_response",
 ]
-
-UNSUPPORTED_VERSION = 35
 
 
 def _collect(*modules: Any) -> dict[int, Api]:
@@ -205,7 +204,7 @@ def unsupported_version_response(
     if api_key != API_VERSIONS_KEY:
         raise ValueError("only ApiVersions has a version-independent error layout")
     ranges = list(supported_ranges)
-    out = bytearray(struct.pack(">ihi", correlation_id, UNSUPPORTED_VERSION, len(ranges)))
+    out = bytearray(struct.pack(">ihi", correlation_id, ErrorCode.UNSUPPORTED_VERSION, len(ranges)))
     for key, lo, hi in ranges:
         out += _RANGE.pack(key, lo, hi)
     return bytes(out)
