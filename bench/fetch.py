@@ -33,6 +33,7 @@ from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, m
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
 from odradek.protocol import messages as m
+from odradek.protocol.frames import NATIVE_PREFACE
 from odradek.protocol.records import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
@@ -159,6 +160,7 @@ def read_partition(port: int, topic: str, end_offset: int, fetch_bytes: int) -> 
     view = memoryview(buffer)
     with socket.create_connection(("127.0.0.1", port)) as sock, Stopwatch() as watch:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(NATIVE_PREFACE)
         offset, correlation_id = 0, 0
         while offset < end_offset:
             correlation_id += 1

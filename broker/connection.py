@@ -1,10 +1,17 @@
-"""One client connection: read frames, dispatch requests, write responses.
+"""One client connection: tell the protocol, read frames, hand them to the protocol's session,
+write responses.
+
+Protocol: the first four bytes decide, once (protocol.frames): :data:`NATIVE_PREFACE` means
+the native protocol (:mod:`odradek.broker.native_session`), anything else is the first frame's
+size prefix of Apache Kafka's protocol (:mod:`odradek.broker.kafka.session`). Both use the same
+framing (a 4-byte big-endian size, then the body), the same limits and the same handlers.
 
 Reading and dispatch happen in one task, in arrival order: every append of this connection is
 applied by that task, in the order its requests arrived (per-partition order), before any task
 is started for the request. Requests that wait — Produce with ``acks=all`` (the fsync) and
-Fetch (the long poll) — are answered by a task of their own,
-so a client may pipeline many; responses carry the correlation id and may leave out of order.
+Fetch (the long poll), group joins — are answered by a task of their own
+(:meth:`Connection.start_reserved`), so a client may pipeline many; the session decides the
+order of the answers (native: any order; Kafka: the order of the requests).
 A send lock keeps frames whole; at most ``max_in_flight`` waiting requests exist per connection
 (the reader stops reading beyond that), so a client that never reads its responses only fills
 its own socket buffer.
@@ -17,8 +24,8 @@ sweeps its connections (:meth:`Connection.close_if_idle`) against ``last_active_
 
 What closes the connection, with a logged reason and without touching any log: a frame above
 ``socket.request.max.bytes`` (refused before it is buffered), a malformed frame or header, an
-unknown api, an idle timeout, the peer closing. An unsupported version is answered with
-``UNSUPPORTED_VERSION`` and the connection stays open (its frame boundaries are intact).
+unknown api, an idle timeout, the peer closing. (An unsupported version is the session's to
+answer: the frame boundaries are intact.)
 When the peer closes (EOF or a reset), its waiting requests (long-poll fetches, ``acks=all``
 waits, JoinGroup/SyncGroup) are cancelled at once and the socket is closed: a client that hangs
 up never keeps a ``max.connections`` slot or a CLOSE-WAIT socket until its waits end. (Appends
@@ -36,7 +43,9 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -44,13 +53,20 @@ import anyio.lowlevel
 
 from odradek.broker.admin import AdminApi
 from odradek.broker.context import BrokerContext
-from odradek.broker.data import DataApi, Reply
+from odradek.broker.data import DataApi
+from odradek.broker.groups.api import GroupApi
 from odradek.broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
 from odradek.protocol import messages as m
-from odradek.protocol.errors import ErrorCode
-from odradek.protocol.frames import FrameDecoder, FrameError
+from odradek.protocol.frames import (
+    FRAME_PREFIX_BYTES,
+    NATIVE_PREFACE,
+    Buffer,
+    FrameDecoder,
+    FrameError,
+)
+from odradek.storage.segment import FileRegion
 
-__all__ = ["Connection"]
+__all__ = ["Apis", "Connection", "Session"]
 
 _MIN_READ_BUFFER_BYTES = 4 * 1024  # what an idle connection holds
 _MAX_READ_BUFFER_BYTES = 256 * 1024  # what a busy one reads into (one recv per 256 KiB)
@@ -62,8 +78,25 @@ _CONNECTION_ERRORS = (
 )
 
 
-async def _raise(exc: BaseException) -> Any:
-    raise exc
+@dataclass(frozen=True)
+class Apis:
+    """The broker's handlers, shared by every connection and both protocols."""
+
+    admin: AdminApi
+    data: DataApi
+    groups: GroupApi | None
+
+
+class Session(Protocol):
+    """One protocol on one connection: serves each frame body the reader cuts."""
+
+    async def dispatch(self, body: bytes) -> None: ...
+
+
+def _kafka_session(conn: Connection) -> Session:
+    from odradek.broker.kafka.session import KafkaSession  # the Kafka codec loads on first use
+
+    return KafkaSession(conn)
 
 
 class Connection:
@@ -73,8 +106,7 @@ class Connection:
         sock: socket.socket,
         peer: str,
         *,
-        admin: AdminApi,
-        data: DataApi,
+        apis: Apis,
         max_frame_bytes: int,
         idle_timeout_s: float,
         max_in_flight: int = 256,
@@ -83,10 +115,10 @@ class Connection:
         self.sock = sock
         self.peer = peer
         self.log = ctx.log.bind(peer=peer)
-        self.admin = admin
-        self.data = data
+        self.apis = apis
         self.max_frame_bytes = max_frame_bytes
         self.idle_timeout_s = idle_timeout_s
+        self.protocol = ""  # "native" or "kafka", once the first four bytes are in
         self._send_lock = anyio.Lock(fast_acquire=True)
         self._max_in_flight = max_in_flight
         self._in_flight = anyio.Semaphore(max_in_flight, fast_acquire=True)
@@ -97,36 +129,6 @@ class Connection:
         # the reader included, wherever the reader was: in recv, a send or a dispatch)
         self._send_failure: str | None = None
         self._task_group: anyio.abc.TaskGroup
-        self._handlers: dict[type, Any] = {
-            m.ApiVersionsRequest: admin.api_versions,
-            m.MetadataRequest: admin.metadata,
-            m.CreateTopicsRequest: admin.create_topics,
-            m.DeleteTopicsRequest: admin.delete_topics,
-            m.CreatePartitionsRequest: admin.create_partitions,
-            m.DescribeConfigsRequest: admin.describe_configs,
-            m.AlterConfigsRequest: admin.alter_configs,
-            m.DescribeLogDirsRequest: admin.describe_log_dirs,
-            m.ListOffsetsRequest: data.list_offsets,
-            m.DeleteRecordsRequest: data.delete_records,
-        }
-        # Requests answered by a task of their own (they wait: a rebalance, an fsync).
-        self._waiting: dict[type, Any] = {}
-        if (groups := ctx.groups) is not None:
-            self._handlers.update(
-                {
-                    m.HeartbeatRequest: groups.heartbeat,
-                    m.LeaveGroupRequest: groups.leave_group,
-                    m.OffsetFetchRequest: groups.offset_fetch,
-                    m.ListGroupsRequest: groups.list_groups,
-                    m.DescribeGroupsRequest: groups.describe_groups,
-                }
-            )
-            self._waiting = {
-                m.JoinGroupRequest: lambda req: groups.join_group(req, peer),
-                m.SyncGroupRequest: groups.sync_group,
-                m.OffsetCommitRequest: groups.offset_commit,
-                m.DeleteGroupsRequest: groups.delete_groups,
-            }
 
     def stop_reading(self) -> None:
         """Graceful shutdown: read no more requests; those in flight still get answers."""
@@ -144,6 +146,13 @@ class Connection:
         self._reader_scope.cancel()
         return True
 
+    def close(self, reason: str) -> None:
+        """Close the connection from a session (a protocol-level refusal), with a logged
+        reason: the reader stops and every waiting request is cancelled."""
+        self.log.warning("closing connection", reason=reason)
+        self._send_failure = reason
+        self._task_group.cancel_scope.cancel()
+
     async def serve(self) -> None:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -153,7 +162,7 @@ class Connection:
                 self._task_group = tg
                 with self._reader_scope:
                     try:
-                        reason = await self._read_loop(decoder, tg)
+                        reason = await self._read_loop(decoder)
                     except (FrameError, m.MalformedMessage) as exc:
                         reason = f"malformed request: {exc}"
                         self.log.warning("closing connection", reason=reason)
@@ -169,9 +178,11 @@ class Connection:
             close_socket(self.sock)
         self.log.debug("connection closed", reason=reason or self._send_failure)
 
-    async def _read_loop(self, decoder: FrameDecoder, tg: anyio.abc.TaskGroup) -> str:
+    async def _read_loop(self, decoder: FrameDecoder) -> str:
         sock = self.sock
         buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))
+        head = bytearray()  # the first bytes, until they tell the protocol
+        session: Session | None = None
         while True:
             try:
                 received = sock.recv_into(buffer)
@@ -185,63 +196,47 @@ class Connection:
             if received == 0:
                 decoder.end_of_stream()
                 return "peer closed the connection"
-            decoder.feed(buffer[:received])  # copies: the buffer may be replaced below
+            if session is None:
+                head += buffer[:received]
+                if len(head) < FRAME_PREFIX_BYTES:
+                    continue
+                session, start = self._choose_session(head)
+                decoder.feed(memoryview(head)[start:])
+                head = bytearray()
+            else:
+                decoder.feed(buffer[:received])  # copies: the buffer may be replaced below
             if received == len(buffer) and received < _MAX_READ_BUFFER_BYTES:
                 buffer = memoryview(bytearray(2 * received))  # more is coming: grow
             # (not a for loop: its variable would keep the last frame, maybe megabytes,
             # alive while the reader waits for the next)
             while (body := decoder.next_frame()) is not None:
-                await self._dispatch(body, tg)
+                await session.dispatch(body)
 
-    async def _dispatch(self, body: bytes, tg: anyio.abc.TaskGroup) -> None:
-        try:
-            request, raw = m.decode_request(body)
-        except m.UnsupportedVersion as exc:
-            if exc.api_key is None or exc.correlation_id is None:
-                raise
-            # The frame boundaries are intact: answer and keep the connection
-            # (docs/protocol.md §6); ApiVersions also lists what we speak, so the client
-            # can downgrade.
-            self.log.info("unsupported request version", reason=exc.reason)
-            reply = m.error_response(exc.api_key, exc.correlation_id, exc.error_code, exc.reason)
-            if isinstance(reply, m.ApiVersionsResponse):
-                reply.api_keys = m.supported_api_versions()
-            await self._send(reply)
-            return
-        if isinstance(request, m.ProduceRequest):
-            if request.acks == m.ACKS_ALL:
-                await self._in_flight.acquire()
-            try:
-                work = await self.data.produce(request, raw)  # appends now, in arrival order
-            except Exception as exc:
-                work = _raise(exc)  # answered by _answer, as a handler's failure
-            if request.acks == m.ACKS_ALL:
-                tg.start_soon(self._answer_waiting, work, request)  # waits for the fsync
-            else:
-                await self._answer(work, request)
-        elif isinstance(request, m.FetchRequest):
-            await self._in_flight.acquire()
-            tg.start_soon(self._answer_waiting, self.data.fetch(request), request)
-        elif (waiting := self._waiting.get(type(request))) is not None:
-            await self._in_flight.acquire()
-            tg.start_soon(self._answer_waiting, waiting(request), request)
-        elif (handler := self._handlers.get(type(request))) is not None:
-            await self._answer(handler(request), request)
-        else:  # a known api this broker has no handler for: say so, keep the connection
-            name = type(request).__name__
-            self.log.warning("request not served", api=name)
-            await self._send(
-                m.error_response(
-                    m.api_key_of(request),
-                    request.correlation_id,
-                    ErrorCode.INVALID_REQUEST,
-                    f"{name} is not served by this broker",
-                )
-            )
+    def _choose_session(self, head: bytearray) -> tuple[Session, int]:
+        """The session for the protocol the first four bytes name, and where frames start."""
+        if head.startswith(NATIVE_PREFACE):
+            from odradek.broker.native_session import NativeSession
 
-    async def _answer_waiting(self, work: Any, request: m.Request) -> None:
+            self.protocol = "native"
+            return NativeSession(self), len(NATIVE_PREFACE)
+        self.protocol = "kafka"
+        return _kafka_session(self), 0
+
+    # -- what sessions use -------------------------------------------------------------------
+
+    async def reserve(self) -> None:
+        """Wait for a free in-flight slot (at most ``max_in_flight`` waiting requests); each
+        reservation is handed to exactly one :meth:`start_reserved`."""
+        await self._in_flight.acquire()
+
+    def start_reserved(self, answer: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``answer(*args)`` as a task of this connection, releasing the slot
+        :meth:`reserve` took when it ends; a failed send closes the connection."""
+        self._task_group.start_soon(self._run_reserved, answer, args)
+
+    async def _run_reserved(self, answer: Callable[..., Awaitable[None]], args: tuple) -> None:
         try:
-            await self._answer(work, request)
+            await answer(*args)
         except _CONNECTION_ERRORS as exc:  # the peer is gone: so is the connection
             self.log.debug("cannot send response", error=repr(exc))
             self._send_failure = f"cannot send a response: {exc!r}"
@@ -249,42 +244,29 @@ class Connection:
         finally:
             self._in_flight.release()
 
-    async def _answer(self, work: Any, request: m.Request) -> None:
-        """Await the handler and send its reply; a handler bug answers UNKNOWN_SERVER_ERROR."""
-        try:
-            reply = await work
-        except Exception as exc:
-            self.log.exception("request failed", api=type(request).__name__)
-            reply = m.error_response(
-                m.api_key_of(request),
-                request.correlation_id,
-                ErrorCode.UNKNOWN_SERVER_ERROR,
-                f"{type(exc).__name__}: {exc}",
-            )
-        if reply is None:
-            return
-        try:
-            await self._send(reply)
-        finally:
-            if isinstance(reply, Reply):
-                reply.release()  # the regions' segment files may close now
-
-    async def _send(self, reply: Reply | m.Response) -> None:
+    async def send(self, parts: Sequence[Buffer | FileRegion]) -> None:
+        """Write one whole response: ``parts`` in order, buffers with vectored writes and each
+        region's bytes with sendfile (the caller holds the regions' files until this returns).
+        Responses never interleave."""
         self.last_active_s = time.monotonic()
-        if isinstance(reply, m.Response) and not self._send_lock.locked():
+        if not self._send_lock.locked() and not any(isinstance(p, FileRegion) for p in parts):
             # nobody is mid-frame: write it now; only what the socket does not take waits,
             # under the lock (taken without yielding: nothing can interleave before it)
-            rest = send_now(self.sock, m.encode_response(reply))
+            rest = send_now(self.sock, parts)  # type: ignore[arg-type]
             if rest:
                 async with self._send_lock:
                     await send_buffers(self.sock, rest)
             return
         async with self._send_lock:
-            if isinstance(reply, m.Response):
-                await send_buffers(self.sock, m.encode_response(reply))
-                return
-            head = m.encode_head(reply.response, reply.raw_bytes)
-            await send_buffers(self.sock, [head, *reply.buffers])
-            for region in reply.regions:  # held by the reply: open even if deleted meanwhile
-                fd = region.file.held_fileno()
-                await sendfile_all(self.sock, fd, region.position, region.length)
+            buffers: list[Buffer] = []
+            for part in parts:
+                if not isinstance(part, FileRegion):
+                    buffers.append(part)
+                    continue
+                if buffers:
+                    await send_buffers(self.sock, buffers)
+                    buffers = []
+                # held by the reply: open even if deleted meanwhile
+                await sendfile_all(self.sock, part.file.held_fileno(), part.position, part.length)
+            if buffers:
+                await send_buffers(self.sock, buffers)

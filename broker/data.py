@@ -53,7 +53,7 @@ from odradek.storage.log import Log
 from odradek.storage.segment import FileRegion
 from odradek.storage.topics import is_internal, validate_topic_name
 
-__all__ = ["DataApi", "Reply"]
+__all__ = ["DataApi", "Reply", "Section"]
 
 HIGH_WATERMARK = -1  # DeleteRecords: delete every record below the high watermark
 
@@ -78,7 +78,7 @@ class Reply:
             region.file.release()
 
 
-_Section = tuple[str, m.ProducePartitionData, memoryview]  # topic, partition, its records
+Section = tuple[str, m.ProducePartitionData, memoryview]  # topic, partition, its records
 # A section prepared in a worker thread: the log and config it was validated against, and the
 # result (or the exception to answer with).
 _Prepared = tuple[Log, LogConfig, PreparedAppend | Exception]
@@ -91,7 +91,7 @@ _WORKER_BYTES = 64 * 1024  # uncompressed records below this are validated on th
 _VALIDATION_THREADS = 2
 
 
-def _needs_worker(sections: list[_Section]) -> bool:
+def _needs_worker(sections: list[Section]) -> bool:
     """Whether validating ``sections`` is worth a worker thread: a compressed batch (its
     body must be decompressed, maybe re-encoded) or ``_WORKER_BYTES`` of records."""
     total = 0
@@ -100,6 +100,10 @@ def _needs_worker(sections: list[_Section]) -> bool:
         if total >= _WORKER_BYTES or has_compressed_batch(records):
             return True
     return False
+
+
+async def _none(work: Awaitable[object]) -> None:
+    await work  # acks=0: nothing waits in it, and no response is sent
 
 
 class _Rejections:
@@ -173,8 +177,17 @@ class DataApi:
         the reader waits; the appends then run on the loop (module docstring).
         Per-partition failures are answered, never raised.
         """
+        work = await self.produce_sections(req, list(m.record_sections(req, raw)))
+        return work if req.acks != m.ACKS_NONE else _none(work)
+
+    async def produce_sections(
+        self, req: m.ProduceRequest, sections: list[Section]
+    ) -> Awaitable[m.ProduceResponse]:
+        """:meth:`produce` for records already cut per partition (the Kafka listener's
+        request carries them inline): ``req`` gives acks, timeout and correlation id,
+        ``sections`` the ``(topic, partition, records)`` to append, in order. The awaitable
+        gives the response even for ``acks=0`` (the caller sends none)."""
         ctx = self.ctx
-        sections = list(m.record_sections(req, raw))
         budget = DecompressionBudget(
             ctx.config.int("message.max.decompressed.bytes"),
             ctx.config.int("produce.request.max.decompressed.bytes"),
@@ -189,7 +202,7 @@ class DataApi:
         return self._append(req, sections, budget, prepared)
 
     def _prepare(
-        self, sections: list[_Section], budget: DecompressionBudget
+        self, sections: list[Section], budget: DecompressionBudget
     ) -> dict[int, _Prepared]:
         """Step 1 of each section's append (:func:`odradek.storage.append.prepare_append`), in a
         worker thread: it reads only the request and each log's config."""
@@ -209,10 +222,10 @@ class DataApi:
     def _append(
         self,
         req: m.ProduceRequest,
-        sections: list[_Section],
+        sections: list[Section],
         budget: DecompressionBudget,
         prepared: dict[int, _Prepared],
-    ) -> Awaitable[m.ProduceResponse | None]:
+    ) -> Awaitable[m.ProduceResponse]:
         ctx = self.ctx
         now_ms = ctx.manager.clock_ms()
         by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
@@ -261,11 +274,9 @@ class DataApi:
         by_topic: dict[str, list[m.ProducePartitionResponse]],
         durable: list[tuple[Log, int, m.ProducePartitionResponse]],
         acks_ok: bool,
-    ) -> m.ProduceResponse | None:
+    ) -> m.ProduceResponse:
         if durable:
             await self._wait_durable(durable, req.timeout_ms)
-        if req.acks == m.ACKS_NONE:
-            return None
         response = m.ProduceResponse(
             correlation_id=req.correlation_id,
             topics=[m.ProduceTopicResponse(name=t, partitions=ps) for t, ps in by_topic.items()],

@@ -32,7 +32,7 @@ import anyio.to_thread
 from odradek.broker.admin import AdminApi
 from odradek.broker.cleanup import run_cleanup
 from odradek.broker.config import BrokerConfig, Listener
-from odradek.broker.connection import Connection
+from odradek.broker.connection import Apis, Connection
 from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
@@ -133,7 +133,7 @@ class Server:
             self.log.info("broker stopped")
 
     async def _serve_connections(self, ctx: BrokerContext, listener: socket.socket) -> None:
-        admin, data = AdminApi(ctx), DataApi(ctx)
+        apis = Apis(AdminApi(ctx), DataApi(ctx), ctx.groups)
         self._accept_scope = anyio.CancelScope()
         if self._stop_requested:
             self._accept_scope.cancel()
@@ -164,8 +164,7 @@ class Server:
                             ctx,
                             sock,
                             f"{address[0]}:{address[1]}",
-                            admin=admin,
-                            data=data,
+                            apis=apis,
                             max_frame_bytes=self.config.int("socket.request.max.bytes"),
                             idle_timeout_s=self.config.int("connections.max.idle.ms") / 1000,
                         )

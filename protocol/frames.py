@@ -21,6 +21,12 @@ Rules:
 4. Feeding a stream in any split (one byte at a time, or many frames per chunk) yields the same
    frames. :meth:`FrameDecoder.end_of_stream` says whether the peer stopped mid-frame.
 
+Protocol preface: a native client writes :data:`NATIVE_PREFACE` once, right after it connects
+and before its first frame. Read as a length prefix it is 0xFF6F646B, above
+``MAX_FRAME_BYTES_LIMIT`` (Kafka sizes are int32, so no legal Kafka request starts with it):
+a broker that also speaks Kafka's protocol on the same port tells the two apart from the first
+four bytes of a connection (docs/protocol.md §1). The decoder itself never sees the preface.
+
 Senders never need to concatenate a large body: ``frame_prefix(len(header) + len(raw))``
 followed by the header and the raw bytes (a vectored write, or ``os.sendfile`` for the raw part)
 is a valid frame. :func:`encode_frame` is the convenience for small frames.
@@ -35,6 +41,7 @@ from collections.abc import Iterable, Iterator
 __all__ = [
     "FRAME_PREFIX_BYTES",
     "MAX_FRAME_BYTES_LIMIT",
+    "NATIVE_PREFACE",
     "Buffer",
     "FrameDecoder",
     "FrameError",
@@ -51,6 +58,7 @@ Buffer = bytes | bytearray | memoryview
 FRAME_PREFIX_BYTES = 4
 MAX_FRAME_BYTES_LIMIT = 0x7FFF_FFFF  # Kafka sizes are int32; no frame may claim more
 _PREFIX = struct.Struct(">I")
+NATIVE_PREFACE = b"\xffodk"  # "odk": odradek; 0xFF: no int32 size starts with it
 
 
 class FrameError(Exception):

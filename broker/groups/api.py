@@ -92,6 +92,10 @@ class GroupApi:
             return E.COORDINATOR_NOT_AVAILABLE
         return E.NONE
 
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """FindCoordinator's answer for ``group_id``: NONE, or why it cannot be served now."""
+        return self._availability(group_id)
+
     def _wakeup(self) -> None:
         self._wake.set()
         self._wake = anyio.Event()

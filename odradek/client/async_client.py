@@ -32,7 +32,7 @@ from odradek.client.types import (
     TopicPartition,
 )
 from odradek.protocol import messages as m
-from odradek.protocol.frames import Buffer
+from odradek.protocol.frames import NATIVE_PREFACE, Buffer
 
 __all__ = ["AsyncClient", "AsyncConnection"]
 
@@ -65,7 +65,9 @@ class AsyncConnection:
         try:
             with anyio.fail_after(timeout_s):
                 stream = await anyio.connect_tcp(host, port)
-        except (OSError, TimeoutError) as exc:
+                # the native protocol, not Kafka's, on this connection (protocol.frames)
+                await stream.send(NATIVE_PREFACE)
+        except (OSError, TimeoutError, anyio.BrokenResourceError) as exc:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
         sock = stream.extra(anyio.abc.SocketAttribute.raw_socket)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

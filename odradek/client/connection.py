@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from odradek.client.core import ProtocolCore, ProtocolViolation
 from odradek.client.errors import KafkaConnectionError
 from odradek.protocol import messages as m
-from odradek.protocol.frames import Buffer, byte_views, drop_sent
+from odradek.protocol.frames import NATIVE_PREFACE, Buffer, byte_views, drop_sent
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
@@ -46,6 +46,11 @@ class BlockingConnection:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
+        try:  # the native protocol, not Kafka's, on this connection (protocol.frames)
+            sock.sendall(NATIVE_PREFACE)
+        except OSError as exc:
+            sock.close()
+            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
         self._sock = sock
         self._core = ProtocolCore()
         self._core_lock = threading.Lock()

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from odradek.protocol import messages as m
-from odradek.protocol.frames import FrameDecoder
+from odradek.protocol.frames import NATIVE_PREFACE, FrameDecoder
 from tests.broker.test_zero_copy import PlainAsyncioBroker
 from tests.broker.wire import Wire, bad_events, batch
 from tests.broker_process import BrokerProcess, wait_until
@@ -32,7 +33,9 @@ HEAD_READ_BYTES = 64 * 1024  # what the consumer reads before it stalls
 
 
 def _produce(wire: Wire, topic: str, tag: str, requests: int) -> None:
-    one = batch(1, tag=tag, value_bytes=REQUEST_BYTES - 100)
+    # stamped now: time-based retention (checked every 100 ms in one test) must not delete
+    # the segments before the test removes them itself
+    one = batch(1, tag=tag, value_bytes=REQUEST_BYTES - 100, timestamp_ms=int(time.time() * 1000))
     request, raw = wire.produce_request([(topic, 0, one)])
     for _ in range(requests):
         wire.send(request, raw)
@@ -46,6 +49,7 @@ def _slow_consumer(port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF_BYTES)
     sock.settimeout(30)
     sock.connect(("127.0.0.1", port))
+    sock.sendall(NATIVE_PREFACE)
     return sock
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from odradek.protocol import messages as m
-from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, FrameDecoder
+from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, NATIVE_PREFACE, FrameDecoder
 from odradek.protocol.records import (
     LOG_OVERHEAD,
     Record,
@@ -46,6 +46,7 @@ class Wire:
     def __init__(self, port: int, host: str = "127.0.0.1", timeout_s: float = 15.0) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(NATIVE_PREFACE)  # the native protocol on this connection
         self.timeout_s = timeout_s
         self.decoder = FrameDecoder(MAX_FRAME_BYTES_LIMIT)
         self._next_cid = 1

@@ -1,0 +1,146 @@
+"""Apache Kafka's protocol on one connection: decode, call the shared handlers through the
+adapters, answer in request order (docs/protocol.md, "Kafka's protocol").
+
+Rules (Kafka's, as its clients rely on them):
+
+1. **Responses leave in request order.** Each request that will be answered takes a place in
+   a chain: its answer is sent only once the previous one has been, whatever finished first
+   (aiokafka and kafka-python match responses by position and raise on a mismatch). A request
+   whose previous answer is still waiting (a long-poll Fetch, an ``acks=all`` Produce) is
+   answered by a task of its own, so the reader keeps reading and appending in arrival order.
+2. **Produce with ``acks=0`` gets no response**; if any of its partitions failed, the
+   connection is closed (Kafka's way of telling a client that reads nothing).
+3. **Versions.** An ApiVersions request of a version not spoken here gets the v0-layout
+   ``UNSUPPORTED_VERSION`` reply listing what is (header v0; every client parses it). Any other
+   api or version outside the advertised ranges, or a body that breaks the wire rules, closes
+   the connection with a logged reason, as Kafka's broker does. Produce v0-2 are advertised
+   (old librdkafka needs v0 in the range to compress) and answered ``UNSUPPORTED_VERSION`` per
+   partition in the request's own version.
+4. A handler that fails unexpectedly (a bug) closes the connection with the error logged:
+   Kafka's protocol has no version-independent error response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from odradek.broker.kafka.adapters import KafkaReply, build_routes
+from odradek.protocol import kafka
+from odradek.protocol.frames import frame_prefix
+from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
+
+if TYPE_CHECKING:
+    from odradek.broker.connection import Connection
+
+__all__ = ["KafkaSession"]
+
+PRODUCE_KEY = 0
+
+
+class KafkaSession:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.routes = build_routes(conn)
+        self._previous_sent: anyio.Event | None = None  # set once the last answer is out
+
+    async def dispatch(self, body: bytes) -> None:
+        """Serve one frame body. Raises ``MalformedMessage`` (the connection closes)."""
+        try:
+            header, fields = kafka.decode_request(body)
+        except kafka.KafkaUnsupported as exc:
+            if exc.api_key != API_VERSIONS_KEY or exc.correlation_id is None:
+                raise
+            self.conn.log.info("unsupported request version", reason=exc.reason)
+            answer = kafka.unsupported_version_response(
+                exc.api_key, exc.correlation_id, self.routes.advertised
+            )
+            await self._answer_in_order(_ready(answer), header=None)
+            return
+        route = self.routes.by_key.get(header.api_key)
+        if route is None:  # decodable, but not served by this broker (no coordinator)
+            raise kafka.KafkaMalformed(f"{kafka.APIS[header.api_key].name} is not served here")
+        if header.api_key == PRODUCE_KEY:
+            # appends now, in arrival order; the awaitable waits for the fsync (acks=all)
+            work = await route.handler(header, fields)
+            if fields["acks"] == 0:
+                await self._check_acks0(work)  # resolves at once: nothing to wait for
+                return
+        else:
+            work = route.handler(header, fields)
+        await self._answer_in_order(work, header, waits=route.waits)
+
+    async def _answer_in_order(
+        self, work: Awaitable[Any], header: RequestHeader | None, *, waits: bool = False
+    ) -> None:
+        previous, sent = self._previous_sent, anyio.Event()
+        self._previous_sent = sent
+        if waits or (previous is not None and not previous.is_set()):
+            await self.conn.reserve()
+            self.conn.start_reserved(self._answer, work, header, previous, sent)
+        else:
+            await self._answer(work, header, previous, sent)
+
+    async def _answer(
+        self,
+        work: Awaitable[Any],
+        header: RequestHeader | None,
+        previous: anyio.Event | None,
+        sent: anyio.Event,
+    ) -> None:
+        try:
+            try:
+                answer = await work
+            except Exception:
+                name = kafka.APIS[header.api_key].name if header else "ApiVersions"
+                self.conn.log.exception("request failed", api=name)
+                self.conn.close(f"internal error serving {name}")
+                return
+            if previous is not None:
+                await previous.wait()
+            await self._send(answer, header)
+        finally:
+            sent.set()
+
+    async def _check_acks0(self, work: Awaitable[Any]) -> None:
+        fields = await work
+        failed = [
+            (topic["name"], part["index"], part["error_code"])
+            for topic in fields["responses"]
+            for part in topic["partition_responses"]
+            if part["error_code"]
+        ]
+        if failed:  # rule 2: the client reads no response, so it learns from the close
+            self.conn.close(f"acks=0 produce failed for {len(failed)} partitions: {failed[:3]}")
+
+    async def _send(self, answer: Any, header: RequestHeader | None) -> None:
+        if isinstance(answer, bytes):  # already a body (the UNSUPPORTED_VERSION reply)
+            await self.conn.send([frame_prefix(len(answer)), answer])
+            return
+        assert header is not None
+        reply = answer if isinstance(answer, KafkaReply) else None
+        fields = reply.fields if reply is not None else answer
+        try:
+            parts = kafka.encode_response_parts(
+                header.api_key, header.api_version, header.correlation_id, fields
+            )
+            size = 0
+            out: list[Any] = [b""]
+            for part in parts:
+                if isinstance(part, kafka.RecordsSlot):
+                    size += part.size
+                    out.append(part.source)  # a FileRegion: sendfile
+                else:
+                    size += len(part)
+                    out.append(part)
+            out[0] = frame_prefix(size)
+            await self.conn.send(out)
+        finally:
+            if reply is not None:
+                reply.release()
+
+
+async def _ready(value: Any) -> Any:
+    return value
