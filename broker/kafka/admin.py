@@ -1,5 +1,4 @@
-"""Kafka's metadata and admin APIs onto the shared handlers (:class:`odradek.broker.admin.AdminApi`):
-ApiVersions, Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+"""Kafka's metadata and admin APIs onto the shared handlers (:class:`AdminApi`): ApiVersions, Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
 AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs.
 
 The native responses carry Kafka's field names, so most answers are the native response as
