@@ -1,5 +1,6 @@
-"""Kafka's metadata and admin APIs onto the shared handlers (:class:`AdminApi`): ApiVersions, Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs.
+"""Kafka's metadata and admin APIs onto the shared handlers (:class:`AdminApi`): ApiVersions,
+Metadata, CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs, DescribeLogDirs.
 
 The native responses carry Kafka's field names, so most answers are the native response as
 plain data (:func:`plain`) with what only Kafka's protocol has added. Settled here:

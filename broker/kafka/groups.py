@@ -1,4 +1,5 @@
-"""Kafka's consumer-group APIs onto the shared coordinator (:class:`GroupApi`): FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+"""Kafka's consumer-group APIs onto the shared coordinator (:class:`GroupApi`):
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
 ListGroups, DescribeGroups, DeleteGroups.
 
 Kafka clients assign partitions themselves (the classic protocol's client-side assignment):
