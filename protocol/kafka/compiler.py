@@ -3,10 +3,13 @@
 The walk's rules are the schema module's; this module only makes them fast. For each
 (layout, version, flexible) it generates, once and cached, Python source in which runs of
 adjacent fixed-width fields (ints, bools, float64) are one ``struct`` call and every other field
-is one call to its primitive, array or nested-struct codec, then ``exec``\\ s it. A decoder
-returns a dict literal; an encoder reads values with ``dict.get(name, default)``. Per message
-(10 partitions x 512 B, one core, CPython 3.11), with headers: ProduceRequest v7 decode ~8 us,
-FetchResponse v11 encode ~8 us; a walk of the layout with closures took 13 and 18 us.
+is one call to its primitive, array or nested-struct codec, then ``exec``\\ s it. Classic
+bytes and records read their int32 length in the preceding run's ``struct`` call and slice the
+payload inline; compact ones read it with one uvarint call; an empty tagged-field section (one
+zero byte) is skipped, and written when every tagged value is at its default, without a call. A
+decoder returns a dict literal; an encoder reads values with ``dict.get(name, default)``. Per
+message (10 partitions x 16 KiB, one core, CPython 3.11), with headers: ProduceRequest decode
+v7 ~7 us, v9 ~10 us; FetchResponse encode with records slots v11 ~10 us, v12 ~13 us.
 """
 
 from __future__ import annotations
