@@ -50,6 +50,7 @@ class KafkaClient:
     legacy_alter_keeps_others = False
     # describe_topics sends Metadata allowing auto-creation (aiokafka)
     describe_auto_creates = False
+    null_header_values = True  # kafka-python refuses a header whose value is None
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -99,9 +100,10 @@ class KafkaClient:
         acks: int | str = "all",
         compression: str | None = None,
         idempotent: bool = False,
+        timeout_s: float = 15.0,
     ) -> list[int]:
-        """Send ``records`` in order to one partition, wait for every delivery; the offsets
-        (``-1`` each with ``acks=0``, which gets no answer)."""
+        """Send ``records`` in order to one partition, wait up to ``timeout_s`` for every
+        delivery; the offsets (``-1`` each with ``acks=0``, which gets no answer)."""
         raise NotImplementedError
 
     def consume(
@@ -212,6 +214,7 @@ class ConfluentClient(KafkaClient):
         acks: int | str = "all",
         compression: str | None = None,
         idempotent: bool = False,
+        timeout_s: float = 15.0,
     ) -> list[int]:
         from confluent_kafka import Producer
 
@@ -222,7 +225,7 @@ class ConfluentClient(KafkaClient):
                 "compression.type": compression or "none",
                 "enable.idempotence": idempotent,
                 "linger.ms": 5,
-                "message.timeout.ms": 10000,
+                "message.timeout.ms": int(timeout_s * 1000),
                 **self._BASE,
             }
         )
@@ -248,7 +251,7 @@ class ConfluentClient(KafkaClient):
                 timestamp=rec.timestamp_ms or 0,
                 on_delivery=report(i),
             )
-        left = producer.flush(15)
+        left = producer.flush(timeout_s)
         if errors:
             raise ClientError(errors[0].code(), errors[0].name(), errors[0].str())
         assert left == 0, f"{left} records not delivered"
@@ -329,6 +332,7 @@ class KafkaPythonClient(KafkaClient):
     name = "kafka-python"
     codecs = ("gzip", "snappy", "lz4", "zstd")
     legacy_alter_keeps_others = True
+    null_header_values = False
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
@@ -435,6 +439,7 @@ class KafkaPythonClient(KafkaClient):
         acks: int | str = "all",
         compression: str | None = None,
         idempotent: bool = False,
+        timeout_s: float = 15.0,
     ) -> list[int]:
         from kafka import KafkaProducer
 
@@ -445,6 +450,7 @@ class KafkaPythonClient(KafkaClient):
             enable_idempotence=idempotent,
             linger_ms=5,
             request_timeout_ms=10000,
+            max_block_ms=int(timeout_s * 1000),
         )
         try:
             with self._errors():
@@ -459,10 +465,11 @@ class KafkaPythonClient(KafkaClient):
                     )
                     for r in records
                 ]
-                producer.flush(15)
-                return [f.get(15).offset for f in futures]
+                deadline = time.monotonic() + timeout_s
+                producer.flush(timeout_s)
+                return [f.get(_until(deadline)).offset for f in futures]
         finally:
-            producer.close(5)
+            producer.close(1)
 
     def _consumer(self) -> Any:
         from kafka import KafkaConsumer
@@ -555,11 +562,11 @@ class AioClient(KafkaClient):
 
         self.admin = self.run(start())
 
-    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    def run(self, coro: Coroutine[Any, Any, Any], timeout_s: float = 30.0) -> Any:
         from aiokafka.errors import KafkaError
 
         try:
-            return self.loop.run_until_complete(asyncio.wait_for(coro, 30))
+            return self.loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
         except KafkaError as exc:
             raise ClientError(getattr(exc, "errno", -1) or -1, type(exc).__name__, str(exc)) from exc
 
@@ -636,6 +643,7 @@ class AioClient(KafkaClient):
         acks: int | str = "all",
         compression: str | None = None,
         idempotent: bool = False,
+        timeout_s: float = 15.0,
     ) -> list[int]:
         from aiokafka import AIOKafkaProducer
 
@@ -661,11 +669,12 @@ class AioClient(KafkaClient):
                     )
                     for r in records
                 ]
-                return [(await f).offset for f in futures]
+                done = [await f for f in futures]
+                return [-1 if md is None else md.offset for md in done]  # None: acks=0
             finally:
                 await producer.stop()
 
-        return self.run(go())
+        return self.run(go(), timeout_s)
 
     def _consumer(self) -> Any:
         from aiokafka import AIOKafkaConsumer
