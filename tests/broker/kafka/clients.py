@@ -351,7 +351,9 @@ class KafkaPythonClient(KafkaClient):
         try:
             yield
         except KafkaError as exc:
-            raise ClientError(getattr(exc, "errno", -1) or -1, type(exc).__name__, str(exc)) from exc
+            raise ClientError(
+                getattr(exc, "errno", -1) or -1, type(exc).__name__, str(exc)
+            ) from exc
 
     def create_topic(self, name: str, partitions: int = 1, configs: dict | None = None) -> None:
         from kafka.admin import NewTopic
@@ -568,7 +570,9 @@ class AioClient(KafkaClient):
         try:
             return self.loop.run_until_complete(asyncio.wait_for(coro, timeout_s))
         except KafkaError as exc:
-            raise ClientError(getattr(exc, "errno", -1) or -1, type(exc).__name__, str(exc)) from exc
+            raise ClientError(
+                getattr(exc, "errno", -1) or -1, type(exc).__name__, str(exc)
+            ) from exc
 
     def close(self) -> None:
         with suppress(Exception):
@@ -708,7 +712,9 @@ class AioClient(KafkaClient):
                 out: list[Rec] = []
                 deadline = time.monotonic() + timeout_s
                 while len(out) < count and time.monotonic() < deadline:
-                    got = await consumer.getmany(tp, timeout_ms=int(min(500, _until(deadline) * 1000)))
+                    got = await consumer.getmany(
+                        tp, timeout_ms=int(min(500, _until(deadline) * 1000))
+                    )
                     for msg in got.get(tp, []):
                         headers = [(k, v) for k, v in msg.headers]
                         out.append(Rec(msg.key, msg.value, headers, msg.timestamp, msg.offset))

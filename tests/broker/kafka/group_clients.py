@@ -142,7 +142,9 @@ class AioMember(Member):
             await consumer.stop()
 
 
-MEMBERS: dict[str, type[Member]] = {m.name: m for m in (ConfluentMember, KafkaPythonMember, AioMember)}
+MEMBERS: dict[str, type[Member]] = {
+    m.name: m for m in (ConfluentMember, KafkaPythonMember, AioMember)
+}
 
 
 def start_member(name: str, bootstrap: str, group: str, topics: list[str]) -> Member:

@@ -34,9 +34,7 @@ def assert_error(info: pytest.ExceptionInfo[ClientError], client: KafkaClient, c
     assert info.value.kind == ERROR_KINDS[client.name][code], info.value
 
 
-def test_create_list_describe_delete(
-    client: KafkaClient, odradek_admin: Admin, topic: str
-) -> None:
+def test_create_list_describe_delete(client: KafkaClient, odradek_admin: Admin, topic: str) -> None:
     client.create_topic(topic, 3, {"retention.ms": "3600000", "cleanup.policy": "compact"})
     assert topic in client.list_topics()
     assert client.describe_topic(topic) == 3

@@ -12,9 +12,7 @@ from tests.broker.kafka.conftest import CLIENT_NAMES
 from tests.broker.kafka.group_clients import commit_assigned, committed, start_member
 from tests.broker_process import BrokerProcess, wait_until
 
-ASSIGNMENT_PENDING = pytest.mark.xfail(
-    strict=True, reason="client-side assignment: pending merge"
-)
+ASSIGNMENT_PENDING = pytest.mark.xfail(strict=True, reason="client-side assignment: pending merge")
 
 
 @pytest.fixture(params=CLIENT_NAMES)

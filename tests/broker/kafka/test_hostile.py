@@ -125,9 +125,12 @@ def test_api_versions_unknown_version_gets_v0_reply(broker: BrokerProcess, versi
         assert len(body) == 10 + 6 * count  # header v0 and the v0 body, nothing more
         assert (18, 0, 3) in ranges
         # the connection stays usable: the client retries with a version from the list
-        assert wire.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})[
-            "error_code"
-        ] == 0
+        assert (
+            wire.call(18, 3, {"client_software_name": "t", "client_software_version": "1"})[
+                "error_code"
+            ]
+            == 0
+        )
 
 
 # ---- random and mutated requests --------------------------------------------------------------
@@ -215,5 +218,3 @@ def test_random_and_mutated_requests_change_nothing(broker: BrokerProcess) -> No
         serving(broker, kafka_wire, native)
     assert snapshot(broker) == before
     assert not bad_events(broker.lines), bad_events(broker.lines)[:3]
-
-
