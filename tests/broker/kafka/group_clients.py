@@ -39,7 +39,7 @@ class Member:
     def close(self) -> None:
         """Leave the group (the client's close sends LeaveGroup) and stop the thread."""
         self._stop.set()
-        self._thread.join(20)
+        self._thread.join(10)
 
     def _main(self) -> None:
         try:

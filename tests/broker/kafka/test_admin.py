@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from odradek import Admin
-from tests.broker.kafka.clients import ClientError, KafkaClient, Rec
+from tests.broker.kafka.clients import CLIENTS, ClientError, KafkaClient, Rec, make_client
+from tests.broker_process import BrokerProcess
 
 TOPIC_ALREADY_EXISTS = 36
 INVALID_TOPIC_EXCEPTION = 17
@@ -86,9 +87,21 @@ def test_describe_configs(client: KafkaClient, topic: str) -> None:
     assert configs["segment.bytes"] is not None
 
 
-def test_alter_configs_incremental(client: KafkaClient, odradek_admin: Admin, topic: str) -> None:
-    if not client.incremental_alter:
-        pytest.skip(f"{client.name} has no IncrementalAlterConfigs call")
+@pytest.mark.parametrize(
+    "name",
+    [n for n, c in CLIENTS.items() if c.incremental_alter],  # not aiokafka: no such call
+)
+def test_alter_configs_incremental(
+    shared_broker: BrokerProcess, odradek_admin: Admin, topic: str, name: str
+) -> None:
+    client = make_client(name, shared_broker.bootstrap)
+    try:
+        _alter_incremental(client, odradek_admin, topic)
+    finally:
+        client.close()
+
+
+def _alter_incremental(client: KafkaClient, odradek_admin: Admin, topic: str) -> None:
     client.create_topic(topic, 1, {"retention.ms": "1000000", "segment.ms": "2000000"})
     client.alter_configs_incremental(topic, {"retention.ms": "4000000"})
     configs = odradek_admin.describe_configs(topic)

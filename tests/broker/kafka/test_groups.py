@@ -63,7 +63,7 @@ def test_two_members_rebalance_commit_and_lag(
     a = start_member(name, bootstrap, group, [topic])
     b = None
     try:
-        assert wait_until(lambda: a.assigned == everything, 20), (a.assigned, a.errors)
+        assert wait_until(lambda: a.assigned == everything, 10), (a.assigned, a.errors)
         b = start_member(name, bootstrap, group, [topic])
         assert wait_until(lambda: len(a.assigned) == 1 and len(b.assigned) == 1, 30), (
             a.assigned,
@@ -127,7 +127,7 @@ def test_member_resumes_from_odradek_commit(
     odradek_admin.alter_group_offsets(group, {TopicPartition(new_topic, 0): 4})
     member = start_member(name, bootstrap, group, [new_topic])
     try:
-        assert wait_until(lambda: len(member.records) >= 2, 20), member.errors
+        assert wait_until(lambda: len(member.records) >= 2, 10), member.errors
         assert [r[2] for r in member.records] == [4, 5]
     finally:
         member.close()
