@@ -8,7 +8,7 @@ Advertised ranges may stop below what the codec speaks (``_ADVERTISED_MAX``) whe
 is known to send a version wrongly: librdkafka (at least to 2.16) writes an all-topics
 Metadata v9+ request with a 4-byte zero for the compact (1-byte) null array (librdkafka#5049),
 which leaves trailing bytes (Kafka's broker ignores them; this codec refuses them). Capped at
-v8, librdkafka sends the classic ``-1`` instead.
+v8, librdkafka sends the classic ``-1`` instead (a client that sends v9 anyway is served).
 
 ``waits`` marks the requests answered by a task of their own because they may wait (a long
 poll, a rebalance, an fsync, a topic creation): the connection's reader goes on meanwhile.

@@ -62,7 +62,7 @@ HOSTILE_FRAMES = {
     "header only": lambda: struct.pack(">hhi", 3, 8, 7),
     "unknown api key": lambda: struct.pack(">hhih", 999, 0, 7, -1),
     "unsupported Metadata version": lambda: struct.pack(">hhih", 3, 13, 7, -1) + b"\x00" * 8,
-    "unsupported Produce version": lambda: struct.pack(">hhih", 0, 1, 7, -1) + b"\x00" * 8,
+    "unsupported Fetch version": lambda: struct.pack(">hhih", 1, 3, 7, -1) + b"\x00" * 8,
 }
 EXPECTED_REASON = {
     "truncated body": "malformed",
@@ -70,7 +70,7 @@ EXPECTED_REASON = {
     "header only": "malformed",
     "unknown api key": "unknown api key 999",
     "unsupported Metadata version": "Metadata v13",
-    "unsupported Produce version": "Produce v1",
+    "unsupported Fetch version": "Fetch v3",
 }
 
 
