@@ -399,9 +399,9 @@ class Group:
     @classmethod
     def from_value(cls, group_id: str, value: GroupValue, now_ms: int) -> Group:
         """The group as stored: Stable with its members (their sessions restart now), or
-        Empty. Members keep their stored bytes; their kind is unknown (None: either may rejoin)
-        unless the protocol is no assignor of the broker's, which only a client-assigned group
-        can have chosen."""
+        Empty. Members keep their stored bytes; they are client-assigned if the broker cannot
+        have written the record (:func:`_could_be_server_assigned`), else of unknown kind (None:
+        either kind may rejoin)."""
         group = cls(
             group_id,
             generation=value.generation,
@@ -410,7 +410,7 @@ class Group:
             leader=value.leader,
         )
         if value.members and value.protocol:
-            kind = None if value.protocol in ASSIGNORS else True
+            kind = None if _could_be_server_assigned(value) else True
             for mv in value.members:
                 group.members[mv.member_id] = Member(
                     member_id=mv.member_id,
@@ -436,6 +436,17 @@ class Group:
             stamp = value.current_state_timestamp_ms
             group.transition(GroupState.EMPTY, stamp if stamp >= 0 else now_ms)
         return group
+
+
+def _could_be_server_assigned(value: GroupValue) -> bool:
+    """Whether the broker could have written this record: an assignor of its own, and every
+    member's bytes exactly the consumer-protocol v0 encodings it writes (Kafka clients send
+    later versions, user data, other protocols). If not, the group is client-assigned."""
+    return value.protocol in ASSIGNORS and all(
+        mv.subscription_bytes in (None, encode_subscription(mv.topics))
+        and mv.assignment_bytes in (None, encode_assignment(mv.assignment))
+        for mv in value.members
+    )
 
 
 def _stored(data: bytes | None, topics: tuple[str, ...]) -> bytes:

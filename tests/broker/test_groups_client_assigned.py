@@ -418,3 +418,14 @@ def test_old_frames_decode_with_the_new_fields_defaulted() -> None:
         fields = msgspec.msgpack.decode(msgspec.msgpack.encode(msg))
         old = msgspec.msgpack.encode(fields[:-new_fields])
         assert msgspec.msgpack.decode(old, type=type(msg)) == msg
+
+
+def test_a_record_the_broker_wrote_replays_open_to_native_members() -> None:
+    h = Harness()
+    a = ok(h.new_member()).member_id  # server-assigned
+    h.sync(a, 1)
+    r = replayed(h)
+    assert r.group().members[a].client_assigned is None  # either kind may rejoin
+    assert r.sync(a, 1).result.assignment == {"t": [0, 1, 2, 3, 4, 5]}
+    assert ok(r.join(a)).generation_id == 2  # the native member rejoins (assignors differ)
+    assert r.group().members[a].client_assigned is False
