@@ -12,8 +12,6 @@ from tests.broker.kafka.conftest import CLIENT_NAMES
 from tests.broker.kafka.group_clients import commit_assigned, committed, start_member
 from tests.broker_process import BrokerProcess, wait_until
 
-ASSIGNMENT_PENDING = pytest.mark.xfail(strict=True, reason="client-side assignment: pending merge")
-
 
 @pytest.fixture(params=CLIENT_NAMES)
 def name(request: pytest.FixtureRequest) -> str:
@@ -48,7 +46,6 @@ def test_odradek_commit_seen_by_kafka(
     assert committed(name, shared_broker.bootstrap, group, new_topic) == 4
 
 
-@ASSIGNMENT_PENDING
 @pytest.mark.slow
 def test_two_members_rebalance_commit_and_lag(
     name: str, shared_broker: BrokerProcess, odradek_admin: Admin, topic: str
@@ -117,7 +114,6 @@ def _all(topic: str, per_partition: int) -> set[tuple[str, int, int]]:
     return {(topic, p, o) for p in (0, 1) for o in range(per_partition)}
 
 
-@ASSIGNMENT_PENDING
 def test_member_resumes_from_odradek_commit(
     name: str, shared_broker: BrokerProcess, odradek_admin: Admin, new_topic: str
 ) -> None:
