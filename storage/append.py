@@ -138,8 +138,9 @@ class PlacedAppend(NamedTuple):
     entries: list[tuple[int, int, int]]  # (size, last offset, max timestamp) per batch
     next_offset: int
     max_timestamp: int
-    # (header, assigned base offset) of each batch with a producer id; None if there is none
-    producer_batches: list[tuple[BatchHeader, int]] | None
+    # (header, assigned base offset, stored maxTimestamp) of each batch with a producer id;
+    # None if there is none
+    producer_batches: list[tuple[BatchHeader, int, int]] | None
 
 
 def place_batches(
@@ -152,7 +153,7 @@ def place_batches(
     offset = first_offset
     buffers: list[bytes | bytearray | memoryview] = []
     entries: list[tuple[int, int, int]] = []
-    producer_batches: list[tuple[BatchHeader, int]] | None = None
+    producer_batches: list[tuple[BatchHeader, int, int]] | None = None
     max_timestamp = -1
     pack = _PREFIX.pack
     for batch, header, record_max_ts in prepared.batches:
@@ -172,7 +173,7 @@ def place_batches(
         if header.producer_id >= 0:
             if producer_batches is None:
                 producer_batches = []
-            producer_batches.append((header, offset))
+            producer_batches.append((header, offset, batch_max_ts))
         if batch_max_ts > max_timestamp:
             max_timestamp = batch_max_ts
         offset = last + 1

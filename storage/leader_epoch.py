@@ -96,8 +96,11 @@ class LeaderEpochCache:
         self._dirty = True
 
     def flush(self) -> None:
-        write_leader_epoch_checkpoint(self.path, self.entries)
+        """Write the file. May run in a checkpoint thread while the appending thread moves
+        the log start: the flag is cleared before the entries are read, so a change made
+        meanwhile leaves it set and is written next time."""
         self._dirty = False
+        write_leader_epoch_checkpoint(self.path, self.entries)
 
     def flush_if_dirty(self) -> None:
         if self._dirty:

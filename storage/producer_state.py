@@ -224,9 +224,10 @@ class ProducerStateManager:
     # -- the leader's checks ---------------------------------------------------------------
 
     def check(
-        self, batches: Iterable[tuple[BatchHeader, int]]
+        self, batches: Iterable[tuple[BatchHeader, int, int]]
     ) -> tuple[BatchMetadata | None, dict[int, ProducerStateEntry]]:
-        """Check a client's append, given each batch's header and assigned base offset.
+        """Check a client's append, given each batch's header, assigned base offset and the
+        maxTimestamp it is stored with (LogAppendTime stamps it).
 
         Returns ``(duplicate, updated)``: the retained batch a batch duplicates (then nothing
         may be written), or ``None`` and the producers' new entries, to :meth:`apply` once the
@@ -235,7 +236,7 @@ class ProducerStateManager:
         the state is never changed here.
         """
         updated: dict[int, ProducerStateEntry] = {}
-        for header, base_offset in batches:
+        for header, base_offset, max_timestamp in batches:
             producer_id = header.producer_id
             if producer_id < 0:
                 continue
@@ -276,7 +277,7 @@ class ProducerStateManager:
                     last_seq,
                     base_offset + header.last_offset_delta,
                     header.last_offset_delta,
-                    header.max_timestamp,
+                    max_timestamp,
                 ),
             )
         return None, updated
