@@ -23,9 +23,10 @@ Lifecycle:
    at the log end offset — what a Kafka broker does when it becomes leader with an empty cache
    (the batches already stored carry the epoch their producer sent, usually -1);
 3. at load, after recovery: entries starting at or past the log end offset are dropped
-   (``truncateFromEnd``; a torn tail may have cut the log below them), then epoch 0 is
-   assigned at the log end offset if no entry is left, then entries below the log start
-   offset are folded into one starting there (``truncateFromStart``);
+   (``truncateFromEnd``; a torn tail may have cut the log below them), then the newest epoch
+   the file held (0 on odradek) is assigned at the log end offset unless it is still the
+   latest entry (a Kafka leader's ``assign`` on becoming leader), then entries below the log
+   start offset are folded into one starting there (``truncateFromStart``);
 4. the log start offset moves (retention, DeleteRecords): ``truncateFromStart`` in memory;
    :meth:`flush_if_dirty` writes the file with the other checkpoints (Kafka flushes it
    asynchronously too).
@@ -75,8 +76,10 @@ class LeaderEpochCache:
             logger.warning("%s; rebuilding it", exc)
             stored = []
         entries = [(e, o) for e, o in stored if o < log_end_offset]
-        if not entries:
-            entries = [(max((e for e, _ in stored), default=LEADER_EPOCH), log_end_offset)]
+        # Becoming leader again: under the newest epoch ever recorded (0 on a fresh node).
+        current = max((e for e, _ in stored), default=LEADER_EPOCH)
+        if not entries or entries[-1][0] < current:
+            entries.append((current, log_end_offset))
         cache = cls(path, entries)
         cache.truncate_from_start(log_start_offset)
         if cache.entries != stored:
