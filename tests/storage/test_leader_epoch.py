@@ -65,11 +65,11 @@ def test_load_reconciles_with_a_truncated_log(log_dir: Path) -> None:
     log = open_log(log_dir)
     log.append(batch(1), now_ms=0)
     log.close()
-    # a checkpoint from a broker that had written more (Kafka: truncateFromEnd) and entries
-    # below the log start (truncateFromStart)
+    # a checkpoint naming an epoch that starts past the log end (a torn tail cut it off):
+    # truncateFromEnd drops the entry; the epoch itself stays the current one, from the end
     (log_dir / CHECKPOINT).write_bytes(b"0\n2\n0 0\n3 5\n")
     log = open_log(log_dir, clean_shutdown=True)
-    assert read_leader_epoch_checkpoint(log_dir / CHECKPOINT) == [(0, 0)]
+    assert read_leader_epoch_checkpoint(log_dir / CHECKPOINT) == [(0, 0), (3, 1)]
     log.close()
     (log_dir / CHECKPOINT).write_bytes(b"0\n2\n0 0\n2 1\n")  # Kafka-written epochs 0 and 2
     log = open_log(log_dir, clean_shutdown=True)
