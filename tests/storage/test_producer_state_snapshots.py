@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
+from odradek.protocol.records import encode_batch, parse_batch_header
 from odradek.storage.errors import OutOfOrderSequenceError
 from odradek.storage.log import Log
 from odradek.storage.producer_snapshot import (
@@ -20,7 +21,7 @@ from odradek.storage.producer_snapshot import (
     read_snapshot,
 )
 from odradek.storage.producer_state import BatchMetadata, ProducerStateEntry
-from tests.storage.conftest import batch, config, open_log
+from tests.storage.conftest import batch, config, open_log, split_batches
 from tests.storage.test_producer_state import PID, pbatch
 
 
@@ -224,4 +225,36 @@ def test_retention_deletes_the_snapshots_of_removed_segments_and_keeps_the_state
     assert log.append(pbatch(5), now_ms=0).duplicate  # the state survives retention
     log.advance_log_start_offset(5)  # DeleteRecords
     assert log.append(pbatch(6), now_ms=0).first_offset == 6
+    log.close()
+
+
+def test_compaction_keeps_each_producers_last_batch(log_dir: Path) -> None:
+    from tests.storage.cleaner_helpers import clean_pass, wall_ms
+
+    compact = {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0}
+    log = open_log(log_dir, config(**compact, segment_bytes=200))
+    log.append(pbatch(0), now_ms=0)  # key k, producer PID: its last batch
+    log.append(pbatch(0, pid=9), now_ms=0)  # producer 9's first batch
+    log.append(pbatch(1, pid=9), now_ms=0)  # producer 9's last batch
+    for _ in range(3):  # key k again, no producer: every earlier record is superseded
+        log.append(encode_batch([(b"k", b"plain", 1_000)]), now_ms=0)
+    log.roll(0)
+    log.flush()
+    assert clean_pass(log, wall_ms()).records_before == 6
+    headers = [
+        parse_batch_header(raw)
+        for segment in log.segments
+        for raw in split_batches(os.pread(segment.file.fileno(), segment.size_bytes, 0))
+    ]
+    kept = [(h.producer_id, h.base_offset, h.record_count) for h in headers if h.producer_id >= 0]
+    # every record is superseded; the producers' last batches stay, emptied (producer 9's
+    # older batch may stay too, emptied, where it ends a cleaned segment's offset range)
+    assert {(PID, 0, 0), (9, 2, 0)} <= set(kept)
+    assert all(count == 0 for _, _, count in kept)
+    log = _reopen(log, clean=False)  # rebuilt from the log alone: the state survives
+    for snapshot in list_snapshot_offsets(log_dir):
+        (log_dir / f"{snapshot:020d}.snapshot").unlink()
+    log = _reopen(log, clean=False)
+    assert log.append(pbatch(1, pid=9), now_ms=0).duplicate
+    assert log.append(pbatch(0), now_ms=0).duplicate
     log.close()
