@@ -131,16 +131,17 @@ def _check_size(size_bytes: int, config: LogConfig, name: str) -> None:
         )
 
 
-class PlacedAppend(NamedTuple):
-    """Batches with their offsets assigned, ready for one ``pwritev``."""
-
-    buffers: list[bytes | bytearray | memoryview]
-    entries: list[tuple[int, int, int]]  # (size, last offset, max timestamp) per batch
-    next_offset: int
-    max_timestamp: int
-    # (header, assigned base offset, stored maxTimestamp) of each batch with a producer id;
-    # None if there is none
-    producer_batches: list[tuple[BatchHeader, int, int]] | None
+# What :func:`place_batches` returns (a plain tuple: it is built on every append):
+# (buffers for one pwritev, (size, last offset, max timestamp) per batch, the next offset,
+#  the largest max timestamp, (header, assigned base offset, stored maxTimestamp) of each batch
+#  with a producer id or None if there is none)
+PlacedAppend = tuple[
+    list[bytes | bytearray | memoryview],
+    list[tuple[int, int, int]],
+    int,
+    int,
+    list[tuple[BatchHeader, int, int]] | None,
+]
 
 
 def place_batches(
@@ -177,7 +178,7 @@ def place_batches(
         if batch_max_ts > max_timestamp:
             max_timestamp = batch_max_ts
         offset = last + 1
-    return PlacedAppend(buffers, entries, offset, max_timestamp, producer_batches)
+    return buffers, entries, offset, max_timestamp, producer_batches
 
 
 def _stamp(batch: memoryview, max_timestamp: int, *, log_append_time: bool) -> memoryview:

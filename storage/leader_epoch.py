@@ -61,6 +61,7 @@ class LeaderEpochCache:
     def __init__(self, path: Path, entries: list[tuple[int, int]]) -> None:
         self.path = path
         self.entries = entries
+        self.latest_epoch = entries[-1][0]  # stamped into every batch: a plain attribute
         self._dirty = False
 
     @classmethod
@@ -85,10 +86,6 @@ class LeaderEpochCache:
         if cache.entries != stored:
             cache.flush()
         return cache
-
-    @property
-    def latest_epoch(self) -> int:
-        return self.entries[-1][0]
 
     def truncate_from_start(self, log_start_offset: int) -> None:
         """Fold the entries at or below ``log_start_offset`` into one starting there."""

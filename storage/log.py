@@ -232,12 +232,14 @@ class Log:
             prepared = self.prepare_append(records, budget)
         first_offset = self.next_offset
         append_time = now_ms if self.config.log_append_time else -1
-        placed = place_batches(prepared, first_offset, self.leader_epochs.latest_epoch, append_time)
+        buffers, entries, offset, max_timestamp, producer_batches = place_batches(
+            prepared, first_offset, self.leader_epochs.latest_epoch, append_time
+        )
         updated = None
-        if placed.producer_batches is not None:
+        if producer_batches is not None:
             state = self.producer_state
             state.maybe_remove_expired_producers(now_ms)
-            duplicate, updated = state.check(placed.producer_batches)
+            duplicate, updated = state.check(producer_batches)
             if duplicate is not None:
                 return AppendInfo(
                     duplicate.first_offset,
@@ -249,14 +251,12 @@ class Log:
                     False,
                     True,
                 )
-        offset = placed.next_offset
         last_offset = offset - 1
-        rolled = self._maybe_roll(prepared.size_bytes, last_offset, placed.max_timestamp, now_ms)
+        rolled = self._maybe_roll(prepared.size_bytes, last_offset, max_timestamp, now_ms)
         active = self.active_segment
-        active.append(placed.buffers, placed.entries)
+        active.append(buffers, entries)
         if updated:
-            self.producer_state.apply(updated)
-        self.producer_state.map_end_offset = offset
+            self.producer_state.apply(updated)  # its map_end_offset is set when it is saved
         # Publish the end offset together with the byte position it ends at (one tuple store),
         # so a reader in another thread never sees data beyond the end offset it reads.
         self._published = (offset, active, active.size_bytes)
@@ -268,7 +268,7 @@ class Log:
             first_offset,
             last_offset,
             prepared.record_count,
-            placed.max_timestamp,
+            max_timestamp,
             append_time,
             prepared.size_bytes,
             rolled,
