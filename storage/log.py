@@ -59,7 +59,7 @@ from odradek.storage.append import PreparedAppend, place_batches, prepare_append
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
-from odradek.storage.leader_epoch import LeaderEpochCache
+from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
 from odradek.storage.producer_snapshot import delete_snapshots, rebuild, take_snapshot
 from odradek.storage.producer_state import ProducerStateManager
@@ -133,7 +133,7 @@ class Log:
         )
         self.producer_state.map_end_offset = max(self.producer_state.map_end_offset, next_offset)
         self.leader_epochs = leader_epochs or LeaderEpochCache(
-            directory / "leader-epoch-checkpoint", [(0, self.log_start_offset)]
+            directory / LEADER_EPOCH_CHECKPOINT, [(0, self.log_start_offset)]
         )
 
     @classmethod
