@@ -61,7 +61,12 @@ from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
 from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
-from odradek.storage.producer_snapshot import delete_snapshots, rebuild, take_snapshot
+from odradek.storage.producer_snapshot import (
+    delete_snapshots,
+    rebuild,
+    sync_snapshot,
+    take_snapshot,
+)
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.segment import FileRegion, LogSegment
 
@@ -123,6 +128,8 @@ class Log:
         self._active_created_ms = now_ms
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
+        # Producer snapshots written at a roll without fsync; the next flush syncs them.
+        self._unsynced_snapshots: list[Path] = []
         # Segments that left the log: (when their files may be deleted, the segment).
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         # The cleaner's progress (cleaner-offset-checkpoint): offsets below it are compacted.
@@ -309,12 +316,21 @@ class Log:
         # Kafka snapshots the producer state at the new segment's base offset, so recovery
         # can start there and replay that segment only.
         self.producer_state.map_end_offset = self.next_offset
-        take_snapshot(self.directory, self.producer_state)
+        snapshot = take_snapshot(self.directory, self.producer_state, sync=False)
+        if snapshot is not None:  # fsynced by the next flush, off this thread
+            self._unsynced_snapshots.append(snapshot)
         logger.debug("rolled %s-%d at offset %d", self.topic, self.partition, self.next_offset)
         return segment
 
     def flush(self) -> None:
-        """fsync every segment holding offsets at or above the recovery point."""
+        """fsync every segment holding offsets at or above the recovery point, and the producer
+        snapshots rolls wrote since the last flush."""
+        while True:  # pop() is atomic: safe against a concurrent flush and a roll adding one
+            try:
+                snapshot = self._unsynced_snapshots.pop()
+            except IndexError:
+                break
+            sync_snapshot(snapshot)
         target = self.next_offset
         if target == self.recovery_point:
             return

@@ -21,10 +21,12 @@ Only the *last* batch of each producer is stored (as Kafka does), so after a res
 snapshot a retry of that batch is still found a duplicate; older ones are re-learnt only by
 replaying the log after the snapshot.
 
-When snapshots are written (each through :func:`odradek.storage.atomic.write_atomically`:
-``.tmp``, fsync, rename, fsync dir; a crash leaves no partial ``.snapshot``, and a leftover
-``.snapshot.tmp`` is deleted by the loader like every ``*.tmp``):
-1. when a segment rolls, named by the new segment's base offset;
+When snapshots are written (through :func:`odradek.storage.atomic.write_atomically`:
+``.tmp``, fsync, rename, fsync dir; a leftover ``.snapshot.tmp`` is deleted by the loader
+like every ``*.tmp``):
+1. when a segment rolls, named by the new segment's base offset — on the appending thread, so
+   as Kafka it is written (``.tmp``, rename) without fsync, and fsynced by the log's next
+   flush (:func:`sync_snapshot`); a power cut before that may tear it, which its CRC tells;
 2. when the log closes (clean shutdown), at the log end offset;
 3. during a rebuild at load, at the last two segments' base offsets and the log end offset.
 A snapshot is only written when the state's end offset passed the last one.
@@ -60,7 +62,7 @@ from odradek.protocol.records import (
     BatchHeader,
     parse_batch_header,
 )
-from odradek.storage.atomic import write_atomically
+from odradek.storage.atomic import fsync_directory, write_atomically
 from odradek.storage.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from odradek.storage.segment import LogSegment
 
@@ -74,6 +76,7 @@ __all__ = [
     "read_snapshot",
     "rebuild",
     "snapshot_path",
+    "sync_snapshot",
     "take_snapshot",
 ]
 
@@ -156,15 +159,42 @@ def read_snapshot(path: Path) -> list[ProducerStateEntry]:
     return decode_snapshot(path.read_bytes())
 
 
-def take_snapshot(directory: Path, state: ProducerStateManager) -> Path | None:
-    """Write the state as ``<map_end_offset>.snapshot`` if that passed the last snapshot."""
+def take_snapshot(
+    directory: Path, state: ProducerStateManager, *, sync: bool = True
+) -> Path | None:
+    """Write the state as ``<map_end_offset>.snapshot`` if that passed the last snapshot.
+
+    ``sync=False`` (a roll, on the appending thread; Kafka's ``takeSnapshot(false)``): written
+    to ``.tmp`` and renamed, without fsync; the caller fsyncs it later (:func:`sync_snapshot`).
+    Until then a power cut may leave it torn or empty: its CRC then fails and the load falls
+    back to an older snapshot and a longer replay, never to a wrong state.
+    """
     if state.map_end_offset <= state.last_snapshot_offset:
         return None
     path = snapshot_path(directory, state.map_end_offset)
-    write_atomically(path, encode_snapshot(list(state.producers.values())))
+    data = encode_snapshot(list(state.producers.values()))
+    if sync:
+        write_atomically(path, data)
+    else:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
     state.last_snapshot_offset = state.map_end_offset
     logger.debug("wrote %s with %d producer ids", path, len(state.producers))
     return path
+
+
+def sync_snapshot(path: Path) -> None:
+    """fsync a snapshot written with ``sync=False`` and its directory (gone: nothing to do)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:  # retention deleted it meanwhile
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_directory(path.parent)
 
 
 def delete_snapshots(directory: Path, offsets: Sequence[int]) -> None:

@@ -258,3 +258,27 @@ def test_compaction_keeps_each_producers_last_batch(log_dir: Path) -> None:
     assert log.append(pbatch(1, pid=9), now_ms=0).duplicate
     assert log.append(pbatch(0), now_ms=0).duplicate
     log.close()
+
+
+def test_a_roll_snapshot_is_fsynced_by_the_next_flush_not_by_the_roll(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(log_dir, config(segment_bytes=len(pbatch(0)) * 2))
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    for seq in range(2):
+        log.append(pbatch(seq), now_ms=0)
+    monkeypatch.setattr(os, "fsync", fsync)
+    log.append(pbatch(2), now_ms=0)  # rolls at 2: the segment's dir fsync only
+    assert list_snapshot_offsets(log_dir) == [2]
+    rolled_fsyncs = len(synced)
+    log.flush()
+    assert not log._unsynced_snapshots
+    assert len(synced) > rolled_fsyncs
+    monkeypatch.undo()
+    log.close()
