@@ -24,6 +24,7 @@ mapping.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -157,6 +158,9 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "log.cleaner.max.compaction.lag.ms": (_int(1), str(LONG_MAX)),
     "log.message.timestamp.type": (_str, "CreateTime"),
     "compression.type": (_str, "producer"),
+    # Kafka's: how long a partition keeps an idle idempotent producer's state (sequence
+    # numbers, epoch) after its last batch's timestamp (storage/producer_state.py).
+    "producer.id.expiration.ms": (_int(1, 2**31 - 1), "86400000"),
     "offsets.topic.num.partitions": (_int(1, 1000), "50"),
     "offsets.retention.minutes": (_int(1, 2**31 - 1), "10080"),
     "group.initial.rebalance.delay.ms": (_int(0, 2**31 - 1), "3000"),
@@ -232,7 +236,9 @@ class BrokerConfig:
                 key = origin.get(name, name)
                 source = self.sources.get(key, EMBEDDED_DEFAULTS)
                 raise ConfigError(f"invalid value {text!r} for {key} in {source}: {exc}") from None
-        return config
+        return dataclasses.replace(
+            config, producer_id_expiration_ms=self.int("producer.id.expiration.ms")
+        )
 
 
 def parse_properties(text: str, source: str) -> dict[str, str]:

@@ -7,10 +7,13 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import CorruptRecordError, InvalidRecordError
 from odradek.storage.errors import (
     InvalidConfigError,
+    InvalidProducerEpochError,
     InvalidTopicError,
+    InvalidTxnStateError,
     LogCorruptedError,
     LogDirOfflineError,
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     PartitionLimitError,
     RecordTooLargeError,
     TopicExistsError,
@@ -33,6 +36,9 @@ _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (LogDirOfflineError, ErrorCode.KAFKA_STORAGE_ERROR),
     (LogCorruptedError, ErrorCode.KAFKA_STORAGE_ERROR),
     (PartitionLimitError, ErrorCode.INVALID_PARTITIONS),
+    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
+    (InvalidTxnStateError, ErrorCode.INVALID_TXN_STATE),
     (OSError, ErrorCode.KAFKA_STORAGE_ERROR),
 )
 

@@ -48,6 +48,9 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     message_timestamp_type: str = "CreateTime"
     compression_type: str = "producer"
+    # Broker-level, not a topic config (no CONFIG_KEYS entry): how long an idle idempotent
+    # producer's state is kept (producer.id.expiration.ms, storage.producer_state).
+    producer_id_expiration_ms: int = 86_400_000
 
     @property
     def compact(self) -> bool:

@@ -12,6 +12,9 @@
 | LogDirOfflineError             | KAFKA_STORAGE_ERROR (56)       |
 | LogCorruptedError              | KAFKA_STORAGE_ERROR (56)       |
 | PartitionLimitError            | INVALID_PARTITIONS (37)        |
+| OutOfOrderSequenceError        | OUT_OF_ORDER_SEQUENCE_NUMBER (45) |
+| InvalidProducerEpochError      | INVALID_PRODUCER_EPOCH (47)    |
+| InvalidTxnStateError           | INVALID_TXN_STATE (48)         |
 | protocol CorruptRecordError    | CORRUPT_MESSAGE (2)            |
 """
 
@@ -22,10 +25,13 @@ from pathlib import Path
 
 __all__ = [
     "InvalidConfigError",
+    "InvalidProducerEpochError",
     "InvalidTopicError",
+    "InvalidTxnStateError",
     "LogCorruptedError",
     "LogDirOfflineError",
     "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
     "PartitionLimitError",
     "RecordTooLargeError",
     "SegmentClosedError",
@@ -72,6 +78,21 @@ class RecordTooLargeError(StorageError):
 
 class InvalidConfigError(StorageError):
     pass
+
+
+class OutOfOrderSequenceError(StorageError):
+    """An idempotent producer's batch does not continue its sequence (a gap, or a new epoch
+    not starting at 0): nothing of the append was written
+    (:mod:`odradek.storage.producer_state`)."""
+
+
+class InvalidProducerEpochError(StorageError):
+    """An idempotent producer's batch carries an epoch older than the partition has seen."""
+
+
+class InvalidTxnStateError(StorageError):
+    """A transactional batch: this broker runs no transaction coordinator, so no transaction
+    can be ongoing (Kafka's answer to a transactional write outside a verified transaction)."""
 
 
 class PartitionLimitError(StorageError):

@@ -7,21 +7,25 @@ offset below which every byte is known to be on disk (fsynced).
 Append (:meth:`Log.append`), for the bytes of one produce request to this partition:
 1. Every batch is validated record by record as Kafka's LogValidator does, re-encoded if
    ``compression.type`` says so and checked against ``max.message.bytes`` before any byte is
-   written: a bad request writes nothing (:mod:`odradek.storage.append`).
-2. Offsets are assigned by writing a new baseOffset in front of each batch's bytes 8..end
-   (the CRC does not cover bytes 0..7), so a batch is never re-encoded. Under
-   ``message.timestamp.type=LogAppendTime``, or when a batch's maxTimestamp is not the largest
-   record timestamp (Kafka overwrites it too), the batch is copied once to stamp it (the
-   timestamp is under the CRC).
-3. One append may span at most 2^31 offsets (a segment indexes offsets relative to its base
+   written: a bad request writes nothing (:func:`odradek.storage.append.prepare_append`).
+2. Offsets and the leader epoch are stamped into a new 16-byte prefix of each batch (the CRC
+   does not cover bytes 0..20), so a batch is never re-encoded
+   (:func:`odradek.storage.append.place_batches`).
+3. Batches with a producer id pass the idempotent-producer checks
+   (:mod:`odradek.storage.producer_state`): a retried batch (a duplicate of one of the
+   producer's last 5) writes nothing and answers the original offsets (``duplicate=True``); a
+   stale epoch, a sequence gap or a transactional batch fails the whole append, nothing written.
+4. One append may span at most 2^31 offsets (a segment indexes offsets relative to its base
    as int32): more is refused (MESSAGE_TOO_LARGE). The active segment rolls first if the
    append would overflow it (size, age, full index, relative offsets: Kafka's shouldRoll);
-   then all batches go out in one ``pwritev``.
-4. ``next_offset`` is published last, so concurrent readers never see a partial append.
+   a roll writes a producer-state snapshot (:mod:`odradek.storage.producer_snapshot`);
+   then all batches go out in one ``pwritev``, and the producer state is updated.
+5. ``next_offset`` is published last, so concurrent readers never see a partial append.
 
-Steps 1 (validation, re-encoding) and 2-4 (the write) are :meth:`Log.prepare_append` and
-:meth:`Log.append`: the broker may prepare a heavy append in a worker thread (it reads only
-the config, and is made again if the config changed meanwhile), then append on the event loop.
+Step 1 is :meth:`Log.prepare_append`, steps 2-5 :meth:`Log.append`: the broker may prepare a
+heavy append in a worker thread (it reads only the config, and is made again if the config
+changed meanwhile), then append on the event loop, which alone reads and changes the producer
+state.
 
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
@@ -46,27 +50,30 @@ from __future__ import annotations
 
 import bisect
 import logging
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.protocol.records import ATTR_LOG_APPEND_TIME, recompute_crc
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DecompressionBudget
-from odradek.storage.append import PreparedAppend, prepare_append
+from odradek.storage.append import PreparedAppend, place_batches, prepare_append
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
+from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
+from odradek.storage.producer_snapshot import (
+    delete_snapshots,
+    rebuild,
+    sync_snapshot,
+    take_snapshot,
+)
+from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.segment import FileRegion, LogSegment
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
 logger = logging.getLogger(__name__)
 
-_BASE_OFFSET = struct.Struct(">q")
-_ATTRIBUTES = struct.Struct(">h")
-_MAX_TIMESTAMP = struct.Struct(">q")
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 
@@ -79,6 +86,9 @@ class AppendInfo(NamedTuple):
     log_append_time_ms: int  # -1 under CreateTime
     size_bytes: int
     rolled: bool
+    # A retry of a batch already in the log: nothing was written, the offsets are the
+    # original batch's (log_append_time_ms its timestamp under LogAppendTime).
+    duplicate: bool = False
 
 
 class FetchInfo(NamedTuple):
@@ -102,6 +112,8 @@ class Log:
         recovery_point: int,
         next_offset: int,
         now_ms: int,
+        producer_state: ProducerStateManager | None = None,
+        leader_epochs: LeaderEpochCache | None = None,
     ) -> None:
         self.directory = directory
         self.topic = topic
@@ -116,10 +128,20 @@ class Log:
         self._active_created_ms = now_ms
         self._unflushed_messages = 0
         self._last_flush_ms = now_ms
+        # Producer snapshots written at a roll without fsync; the next flush syncs them.
+        self._unsynced_snapshots: list[Path] = []
         # Segments that left the log: (when their files may be deleted, the segment).
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         # The cleaner's progress (cleaner-offset-checkpoint): offsets below it are compacted.
         self.first_dirty_offset = self.log_start_offset
+        # Derived from the .snapshot files and the log (Log.open rebuilds them).
+        self.producer_state = producer_state or ProducerStateManager(
+            config.producer_id_expiration_ms
+        )
+        self.producer_state.map_end_offset = max(self.producer_state.map_end_offset, next_offset)
+        self.leader_epochs = leader_epochs or LeaderEpochCache(
+            directory / LEADER_EPOCH_CHECKPOINT, [(0, self.log_start_offset)]
+        )
 
     @classmethod
     def open(
@@ -144,16 +166,38 @@ class Log:
             recovery_point=recovery_point,
             clean_shutdown=clean_shutdown,
         )
+        start = max(min(log_start_offset, loaded.next_offset), loaded.segments[0].base_offset)
+        try:
+            state = ProducerStateManager(config.producer_id_expiration_ms)
+            rebuild(
+                directory,
+                state,
+                loaded.segments,
+                log_start_offset=start,
+                log_end_offset=loaded.next_offset,
+                clean_shutdown=clean_shutdown,
+                now_ms=now_ms,
+            )
+            state.remove_expired_producers(now_ms)
+            epochs = LeaderEpochCache.load(
+                directory, log_start_offset=start, log_end_offset=loaded.next_offset
+            )
+        except BaseException:
+            for segment in loaded.segments:
+                segment.close()
+            raise
         return cls(
             directory,
             topic,
             partition,
             config,
             loaded.segments,
-            log_start_offset=min(log_start_offset, loaded.next_offset),
+            log_start_offset=start,
             recovery_point=loaded.recovery_point,
             next_offset=loaded.next_offset,
             now_ms=now_ms,
+            producer_state=state,
+            leader_epochs=epochs,
         )
 
     @property
@@ -193,34 +237,33 @@ class Log:
         """
         if prepared is None or prepared.config is not self.config:
             prepared = self.prepare_append(records, budget)
-        batches, record_count, size = prepared.batches, prepared.record_count, prepared.size_bytes
-
-        first_offset = offset = self.next_offset
-        buffers: list[bytes | bytearray | memoryview] = []
-        entries: list[tuple[int, int, int]] = []  # (size, last offset, max timestamp) per batch
-        max_timestamp = -1
+        first_offset = self.next_offset
         append_time = now_ms if self.config.log_append_time else -1
-        for batch, header, record_max_ts in batches:
-            body = batch[8:]
-            last = offset + header.last_offset_delta
-            if append_time >= 0:
-                body = _stamp(batch, now_ms, log_append_time=True)
-                batch_max_ts = now_ms
-            elif header.max_timestamp != record_max_ts:  # Kafka sets it from the records too
-                body = _stamp(batch, record_max_ts, log_append_time=False)
-                batch_max_ts = record_max_ts
-            else:
-                batch_max_ts = header.max_timestamp
-            buffers.append(_BASE_OFFSET.pack(offset))
-            buffers.append(body)
-            entries.append((header.size_bytes, last, batch_max_ts))
-            max_timestamp = max(max_timestamp, batch_max_ts)
-            offset = last + 1
+        buffers, entries, offset, max_timestamp, producer_batches = place_batches(
+            prepared, first_offset, self.leader_epochs.latest_epoch, append_time
+        )
+        updated = None
+        if producer_batches is not None:
+            state = self.producer_state
+            state.maybe_remove_expired_producers(now_ms)
+            duplicate, updated = state.check(producer_batches)
+            if duplicate is not None:
+                return AppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.last_offset - duplicate.first_offset + 1,
+                    duplicate.timestamp_ms,
+                    duplicate.timestamp_ms if append_time >= 0 else -1,
+                    0,
+                    False,
+                    True,
+                )
         last_offset = offset - 1
-
-        rolled = self._maybe_roll(size, last_offset, max_timestamp, now_ms)
+        rolled = self._maybe_roll(prepared.size_bytes, last_offset, max_timestamp, now_ms)
         active = self.active_segment
         active.append(buffers, entries)
+        if updated:
+            self.producer_state.apply(updated)  # its map_end_offset is set when it is saved
         # Publish the end offset together with the byte position it ends at (one tuple store),
         # so a reader in another thread never sees data beyond the end offset it reads.
         self._published = (offset, active, active.size_bytes)
@@ -229,7 +272,13 @@ class Log:
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
         return AppendInfo(
-            first_offset, last_offset, record_count, max_timestamp, append_time, size, rolled
+            first_offset,
+            last_offset,
+            prepared.record_count,
+            max_timestamp,
+            append_time,
+            prepared.size_bytes,
+            rolled,
         )
 
     def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int, now_ms: int) -> bool:
@@ -264,11 +313,24 @@ class Log:
         self.segments.append(segment)
         self._base_offsets.append(segment.base_offset)
         self._active_created_ms = now_ms
+        # Kafka snapshots the producer state at the new segment's base offset, so recovery
+        # can start there and replay that segment only.
+        self.producer_state.map_end_offset = self.next_offset
+        snapshot = take_snapshot(self.directory, self.producer_state, sync=False)
+        if snapshot is not None:  # fsynced by the next flush, off this thread
+            self._unsynced_snapshots.append(snapshot)
         logger.debug("rolled %s-%d at offset %d", self.topic, self.partition, self.next_offset)
         return segment
 
     def flush(self) -> None:
-        """fsync every segment holding offsets at or above the recovery point."""
+        """fsync every segment holding offsets at or above the recovery point, and the producer
+        snapshots rolls wrote since the last flush."""
+        while True:  # pop() is atomic: safe against a concurrent flush and a roll adding one
+            try:
+                snapshot = self._unsynced_snapshots.pop()
+            except IndexError:
+                break
+            sync_snapshot(snapshot)
         target = self.next_offset
         if target == self.recovery_point:
             return
@@ -343,7 +405,14 @@ class Log:
         if offset > self.next_offset:
             raise OffsetOutOfRangeError(offset, self.log_start_offset, self.next_offset)
         self.log_start_offset = max(self.log_start_offset, offset)
+        self._on_log_start_offset_moved()
         return self.log_start_offset
+
+    def _on_log_start_offset_moved(self) -> None:
+        """Kafka keeps the producer state (only time expires it) and folds the leader epochs
+        below the new start; the epoch file is written with the next checkpoints."""
+        self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
 
     # -- removing and replacing segments (event-loop thread; see the module docstring) -----
 
@@ -376,6 +445,9 @@ class Log:
         self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
         self.first_dirty_offset = max(self.first_dirty_offset, self.log_start_offset)
         self._schedule_deletion(doomed, now_ms)
+        # Kafka's deleteProducerSnapshots: the snapshots named by the removed segments go.
+        delete_snapshots(self.directory, [s.base_offset for s in doomed])
+        self._on_log_start_offset_moved()
         return self.log_start_offset
 
     def replace_segments(self, new: LogSegment, old: Sequence[LogSegment], *, now_ms: int) -> bool:
@@ -428,8 +500,12 @@ class Log:
         return due
 
     def close(self) -> None:
-        """Flush and close every segment (the final time index entries are appended)."""
+        """Flush, snapshot the producer state at the log end offset (a clean shutdown's
+        snapshot) and close every segment (the final time index entries are appended)."""
         self.flush()
+        self.producer_state.map_end_offset = self.next_offset
+        take_snapshot(self.directory, self.producer_state)
+        self.leader_epochs.flush_if_dirty()
         for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletions:
@@ -440,15 +516,3 @@ class Log:
             f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
             f"end={self.next_offset}, segments={len(self.segments)})"
         )
-
-
-def _stamp(batch: memoryview, max_timestamp: int, *, log_append_time: bool) -> memoryview:
-    """A copy of ``batch[8:]`` with maxTimestamp set (and LogAppendTime if asked), CRC
-    recomputed."""
-    copy = bytearray(batch)
-    if log_append_time:
-        (attributes,) = _ATTRIBUTES.unpack_from(copy, 21)
-        _ATTRIBUTES.pack_into(copy, 21, attributes | ATTR_LOG_APPEND_TIME)
-    _MAX_TIMESTAMP.pack_into(copy, 35, max_timestamp)
-    recompute_crc(copy)
-    return memoryview(copy)[8:]

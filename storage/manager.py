@@ -10,6 +10,8 @@ Per root (docs/architecture.md §4)::
     cleaner-offset-checkpoint            per compacted partition: the cleaner's first dirty offset
     replication-offset-checkpoint        per partition: the high watermark (= log end offset)
     topic-configs.json                   odradek's own: topic ids and config overrides
+    producer-id-block                    odradek's own: the next unallocated block of producer
+                                         ids (:mod:`odradek.storage.producer_ids`)
     <topic>-<partition>/                 one Log each
 
 Topic ids and config overrides live in ``topic-configs.json`` (:mod:`odradek.storage.topic_configs`:
@@ -88,6 +90,7 @@ from odradek.storage.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from odradek.storage.producer_ids import ProducerIdAllocator, write_next_block_start
 from odradek.storage.topic_configs import (
     TOPIC_CONFIGS,
     TopicMetadata,
@@ -150,6 +153,7 @@ class LogManager:
         self._locks: dict[Path, DirLock] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._topic_configs_version = 0
+        self._producer_ids: ProducerIdAllocator | None = None
 
     # -- start-up and shutdown --------------------------------------------------------------
 
@@ -192,6 +196,12 @@ class LogManager:
                 + "; ".join(f"{d}: {why}" for d, why in self.offline_dirs.items())
             )
         self._load_topic_configs()
+        try:
+            self._producer_ids = ProducerIdAllocator.from_dirs(
+                self.online_dirs, self._persist_producer_id_block
+            )
+        except CheckpointError as exc:  # guessing could hand out an id twice
+            raise StorageError(f"cannot allocate producer ids: {exc}") from exc
         for log_dir in self.online_dirs:
             try:
                 self._load_root(log_dir, clean_shutdown=clean[log_dir])
@@ -525,6 +535,8 @@ class LogManager:
                     offsets = {k: v[name] for k, v in frozen.items() if name in v}
                     offsets.update(_offsets(of, value))
                     write_offset_checkpoint(log_dir / name, offsets)
+                for log in logs:  # a log start offset moved: the leader epochs follow it
+                    log.leader_epochs.flush_if_dirty()
             except OSError as exc:
                 with contextlib.suppress(OSError):  # out of resources: the next round retries
                     self._io_failed(log_dir, exc, "writing checkpoints")
@@ -532,6 +544,32 @@ class LogManager:
     def flush_all(self) -> None:
         for log in self.logs.values():
             log.flush()
+
+    # -- producer ids ------------------------------------------------------------------------
+
+    def allocate_producer_id(self) -> int:
+        """A producer id never handed out before, across restarts and crashes (InitProducerId).
+
+        Ids come in blocks of 1000 (:mod:`odradek.storage.producer_ids`): the first id of each
+        block costs one atomic write of ``producer-id-block`` to every online log dir (two
+        fsyncs per dir) on the calling thread, before the id is returned; the other 999 cost
+        nothing. Call it from the thread that owns the manager's state (the event loop).
+        Raises :class:`LogDirOfflineError` if no log dir could record the block.
+        """
+        if self._producer_ids is None:
+            raise StorageError("the log manager is not started")
+        return self._producer_ids.allocate()
+
+    def _persist_producer_id_block(self, next_block_start: int) -> None:
+        recorded = False
+        for log_dir in self.online_dirs:
+            try:
+                write_next_block_start(log_dir, next_block_start)
+                recorded = True
+            except OSError as exc:
+                self._io_failed(log_dir, exc, "writing producer-id-block")
+        if not recorded:
+            raise StorageError("no online log dir could record a block of producer ids")
 
     # -- topic configs file ----------------------------------------------------------------
 

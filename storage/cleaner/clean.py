@@ -19,9 +19,11 @@ A pass (Kafka's ``Cleaner.doClean``), for a :class:`~odradek.storage.cleaner.pla
    kept records only (:func:`~odradek.storage.cleaner.records.rebuild_batch`: same base offset,
    offset and timestamp deltas, codec; new CRC). Offsets never change. If the group's last batch
    lost every record, an empty batch with its offset range ends the cleaned segment, so the
-   segment covers exactly the offsets of the group. Then the segment is fsynced, its indexes
-   trimmed, and its mtime set to the newest mtime of the group (the age tombstones are
-   judged by survives the rewrite).
+   segment covers exactly the offsets of the group. So does the last batch of each producer
+   the log's producer state knows (Kafka's ``RETAIN_EMPTY``): its producer id, epoch and
+   sequence range survive, so the state can still be rebuilt from the log. Then the segment
+   is fsynced, its indexes trimmed, and its mtime set to the newest mtime of the group (the
+   age tombstones are judged by survives the rewrite).
 4. Per group, :func:`commit_group` (event-loop thread): :meth:`Log.replace_segments` (the
    ``.cleaned`` → ``.swap`` → live protocol). If the group's segments left the log meanwhile
    (retention), the cleaned segment is deleted and the pass ends there.
@@ -218,6 +220,11 @@ def clean_group(
         max_index_bytes=config.segment_index_bytes,
         file_suffix=CLEANED_SUFFIX,
     )
+    # Each known producer's last data offset, read once (Kafka: lastRecordsOfActiveProducers);
+    # list() copies the dict in one C call, safe against the appending thread.
+    last_of_producer = {
+        e.producer_id: e.last_data_offset for e in list(log.producer_state.producers.values())
+    }
     try:
         writer = _Writer(cleaned, stats, throttle)
         dropped_last: tuple[memoryview, BatchHeader] | None = None
@@ -251,6 +258,15 @@ def clean_group(
                 stats.records_before += len(records)
                 stats.records_after += len(kept)
                 if not kept:
+                    if (
+                        header.producer_id >= 0
+                        and last_of_producer.get(header.producer_id) == header.last_offset
+                    ):
+                        writer.add(
+                            empty_batch(data, header), header.last_offset, header.max_timestamp
+                        )
+                        dropped_last = None
+                        continue
                     dropped_last = (data, header)
                     continue
                 out = data if len(kept) == len(records) else rebuild_batch(data, header, body, kept)

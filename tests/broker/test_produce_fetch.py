@@ -38,7 +38,10 @@ def test_every_codec_round_trips_byte_identical(wire: Wire, topic: str, codec: C
     assert len(fetched) == 2 and sum(map(len, fetched)) == len(tail)
     for got, original, base in zip(fetched, sent, (0, len(RECORDS)), strict=True):
         assert parse_batch_header(got).base_offset == base
-        assert got[8:] == original[8:]  # only the baseOffset differs: never re-encoded
+        # only baseOffset and partitionLeaderEpoch (0, stamped as Kafka does; the client sent
+        # -1) differ: never re-encoded
+        assert parse_batch_header(got).partition_leader_epoch == 0
+        assert got[8:12] == original[8:12] and got[16:] == original[16:]
         assert parse_batch_header(got).compression == codec
     records = decode_records(fetched[0])
     assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in records] == [

@@ -75,7 +75,9 @@ def test_append_assigns_dense_offsets_and_stores_the_client_bytes(log_dir: Path)
     assert len(stored) == 3
     for raw, client, base in zip(stored, sent, (0, 3, 4), strict=True):
         assert raw[:8] == _BASE_OFFSET.pack(base)
-        assert raw[8:] == client[8:]  # never re-encoded
+        assert client[12:16] == b"\xff\xff\xff\xff"  # the client sent no leader epoch
+        assert raw[8:12] == client[8:12] and raw[12:16] == b"\x00\x00\x00\x00"  # epoch 0
+        assert raw[16:] == client[16:]  # never re-encoded
     assert [r.offset for r in all_records(log)] == list(range(9))
     assert os.path.getsize(log_dir / f"{0:020d}.log") == sum(map(len, sent))
 
@@ -316,7 +318,7 @@ def test_read_max_bytes_cuts_and_min_one_message(log_dir: Path) -> None:
     info = log.read(2, 100)  # the batch at offset 2 is larger than max_bytes
     assert info.region.position == 2 * len(small)
     assert info.region.length == len(large)
-    assert region_bytes(info.region)[8:] == large[8:]
+    assert region_bytes(info.region)[16:] == large[16:]  # bytes 12..15: leader epoch 0
 
     info = log.read(2, 100, min_one_message=False)
     assert info.region.length == 100
@@ -648,6 +650,7 @@ def test_topic_compression_type_reencodes_other_codecs(
         (2, b"k2", b"b" * 50, 3),
     ]
     if sent_codec == stored_codec:
-        assert [raw[8:] for raw in stored] == [data[8:] for data in sent]  # never re-encoded
+        # never re-encoded (bytes 12..15 carry the stamped leader epoch)
+        assert [raw[16:] for raw in stored] == [data[16:] for data in sent]
     assert log.next_offset == 3
     assert os.path.getsize(log_dir / f"{0:020d}.log") == sum(map(len, stored))

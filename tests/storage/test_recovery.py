@@ -540,8 +540,12 @@ def test_deleted_tmp_and_cleaned_leftovers_are_removed(log_dir: Path) -> None:
     ):
         (log_dir / leftover).write_bytes(b"leftover")
     log = open_log(log_dir, log.config, clean_shutdown=True)
+    # Besides the segments: the (empty) producer snapshots of the two rolls and the close,
+    # and the leader epoch checkpoint, as Kafka keeps them.
     assert sorted(p.name for p in log_dir.iterdir()) == sorted(
-        name(b, s) for b in (0, 3, 6) for s in (".log", ".index", ".timeindex")
+        [name(b, s) for b in (0, 3, 6) for s in (".log", ".index", ".timeindex")]
+        + [name(b, ".snapshot") for b in (3, 6, 8)]
+        + ["leader-epoch-checkpoint"]
     )
     assert offsets(log) == list(range(8))
     log.close()
