@@ -50,7 +50,7 @@ class Routes:
 
 def build_routes(conn: Connection) -> Routes:
     ctx, apis = conn.ctx, conn.apis
-    records = RecordApis(apis.data, conn.log, getattr(ctx.manager, "allocate_producer_id", None))
+    records = RecordApis(apis.data, conn.log, ctx.manager.allocate_producer_id)
     by_name: dict[str, Route] = {
         "Produce": Route(records.produce),
         "Fetch": Route(records.fetch, waits=True),

@@ -20,7 +20,7 @@ protocol has and the native one does not is settled here:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from odradek.broker.data import DataApi, Reply, Section
@@ -28,6 +28,7 @@ from odradek.protocol import kafka
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RecordsSlot, RequestHeader
+from odradek.storage.errors import StorageError
 
 __all__ = ["NO_TRANSACTIONS", "KafkaReply", "RecordApis", "epoch_error"]
 
@@ -59,7 +60,7 @@ def epoch_error(current_leader_epoch: int) -> ErrorCode:
 
 
 class RecordApis:
-    def __init__(self, data: DataApi, log: Any, allocate_producer_id: Any) -> None:
+    def __init__(self, data: DataApi, log: Any, allocate_producer_id: Callable[[], int]) -> None:
         self.data = data
         self.log = log
         self.allocate_producer_id = allocate_producer_id
@@ -249,7 +250,7 @@ class RecordApis:
             return _producer_id(ErrorCode.INVALID_REQUEST, -1, -1)
         try:
             producer_id = self.allocate_producer_id()
-        except OSError as exc:
+        except (StorageError, OSError) as exc:  # no log dir could record the id block
             self.log.warning("cannot allocate a producer id", error=str(exc))
             return _producer_id(ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1)
         return _producer_id(ErrorCode.NONE, producer_id, 0)

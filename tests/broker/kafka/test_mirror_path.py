@@ -76,16 +76,16 @@ def test_a_kafka_protocol_mirror_moves_topics_records_and_group_offsets(
     assert TOPIC in source_admin.list_topics()
     (described,) = source_admin.describe_topics([TOPIC])
     assert len(described["partitions"]) == PARTITIONS
-    (configs,) = source_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC)])
-    overrides = {
-        name: value
-        for name, value, *_ in configs.to_object()["resources"][0]["configs"]
-        if name == "retention.ms"
-    }
+    configs = source_admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC)])
+    retention = configs["topic"][TOPIC]["retention.ms"]
+    assert retention["config_source"] == "DYNAMIC_TOPIC_CONFIG"  # an override, to copy
+    overrides = {"retention.ms": retention["value"]}
     assert overrides == {"retention.ms": "604800000"}
 
     # 2. the offset-sync topic lives on the source
-    source_admin.create_topics([NewTopic(OFFSET_SYNCS, 1, 1, {"cleanup.policy": "compact"})])
+    source_admin.create_topics(
+        [NewTopic(OFFSET_SYNCS, 1, 1, topic_configs={"cleanup.policy": "compact"})]
+    )
     syncs = KafkaProducer(bootstrap_servers=source, acks="all")
 
     # 3. copy every record, remembering (source offset -> target offset) syncs
@@ -118,10 +118,10 @@ def test_a_kafka_protocol_mirror_moves_topics_records_and_group_offsets(
     assert len(_records(source, OFFSET_SYNCS, 1)) == copied
 
     # 4. translate the group's commits
-    assert GROUP in [g[0] for g in source_admin.list_consumer_groups()]
-    (group,) = source_admin.describe_consumer_groups([GROUP])
-    assert group.state == "Empty"  # no active members: its offsets may be synced
-    offsets = source_admin.list_consumer_group_offsets(GROUP)
+    assert GROUP in [g["group_id"] for g in source_admin.list_groups()]
+    group = source_admin.describe_groups([GROUP])[GROUP]
+    assert group["group_state"] == "Empty"  # no active members: its offsets may be synced
+    offsets = source_admin.list_group_offsets({GROUP: None})[GROUP]
     assert {tp: om.offset for tp, om in offsets.items()} == committed
     translated = KafkaConsumer(
         bootstrap_servers=target.bootstrap, group_id=GROUP, enable_auto_commit=False
@@ -130,7 +130,7 @@ def test_a_kafka_protocol_mirror_moves_topics_records_and_group_offsets(
     translated.close()
 
     assert _records(target.bootstrap, TOPIC, PARTITIONS) == _records(source, TOPIC, PARTITIONS)
-    moved = target_admin.list_consumer_group_offsets(GROUP)
+    moved = target_admin.list_group_offsets({GROUP: None})[GROUP]
     assert {tp: om.offset for tp, om in moved.items()} == committed
     for client in (source_admin, target_admin, producer, copier, syncs):
         client.close()

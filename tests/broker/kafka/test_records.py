@@ -17,8 +17,6 @@ from tests.broker_process import BrokerProcess, wait_until
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
-IDEMPOTENT_PENDING = pytest.mark.xfail(strict=True, reason="idempotent producer: pending merge")
-
 
 def sample(count: int = 5, null_header: bool = True) -> list[Rec]:
     """Records with keys, headers (one with a null value if ``null_header``), a null key and
@@ -79,12 +77,10 @@ def test_acks(client: KafkaClient, new_topic: str, acks: int | str) -> None:
     assert [r.value for r in got] == [b"v0", b"v1", b"v2"]
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=IDEMPOTENT_PENDING) for name in CLIENT_NAMES]
-)
+@pytest.mark.parametrize("name", CLIENT_NAMES)
 def test_idempotent_produce(shared_broker: BrokerProcess, new_topic: str, name: str) -> None:
     """The idempotent producer (InitProducerId, then sequenced batches), compressed. The
-    timeout is short: once the producer ids land this takes well under a second."""
+    timeout is short: this takes well under a second."""
     client = make_client(name, shared_broker.bootstrap)
     try:
         records = sample(null_header=client.null_header_values)
