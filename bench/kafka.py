@@ -110,7 +110,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     broker = BrokerProcess([scratch / "logs"], overrides=["log.segment.delete.delay.ms=0"])
     _profiled(broker, params, "produce")
     with contextlib.ExitStack() as stack:
-        stack.enter_context(broker.start())
+        stack.enter_context(broker)  # started here, stopped on the way out
         _produce_part(params, broker.port, figures, say)  # type: ignore[arg-type]
         say(f"fetch: filling a partition with {format_size(params.data_bytes)}")
         fill = FetchParams(data_bytes=params.data_bytes)
