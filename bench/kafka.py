@@ -26,7 +26,10 @@ its port). Three parts, each interleaved round by round (one untimed warm-up rou
    linger 5 ms) into a fresh one-partition topic and consume it back (partition 0 assigned,
    from the beginning); the baselines are ``odradek perf produce --acks 1`` / ``perf consume``
    on the same kind of topic and Redis Streams (``XADD`` pipelined, ``XRANGE`` pages; AOF
-   off) as in ``bench.peers``. A client library that is not installed, or a Redis that
+   off) as in ``bench.peers``. confluent-kafka consumes twice per round: with
+   ``fetch.queue.backoff.ms=1`` (the figure) and with librdkafka's defaults (its 1 s fetch
+   pause once 100,000 records are queued locally is a client timer, see ``CONFLUENT_CONSUME``).
+   A client library that is not installed, or a Redis that
    cannot be, is reported ``n/a`` with the reason.
 
 ``--set profile_broker=true`` runs the broker under cProfile (main thread only) and writes
@@ -39,40 +42,35 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
-import socket
-import struct
 import sys
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
 from bench.fetch import Params as FetchParams
-from bench.fetch import _read_exactly, _sendfile_loopback, fill_partition, produce_batches
+from bench.fetch import _sendfile_loopback, fill_partition, produce_batches
 from bench.fetch import read_partition as native_read_partition
+from bench.kafka_wire import kafka_produce, kafka_read_partition
 from bench.peer_servers import RedisServer, ServerError, ensure_binary
 from bench.peers import _client as peer_client
 from bench.peers import _json_line
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
-from odradek.protocol import kafka
 from odradek.protocol import messages as m
-from odradek.protocol.frames import frame_prefix
-from odradek.protocol.records import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
-__all__ = ["TITLE", "Params", "kafka_produce", "kafka_read_partition", "run"]
+__all__ = ["TITLE", "Params", "run"]
 
 TITLE = "Kafka listener vs native protocol (same broker, same run), and unmodified Kafka clients"
 RESULTS = Path(__file__).resolve().parent / "results"
-PRODUCE_KEY, FETCH_KEY = 0, 1
-CLIENT_ID = "odradek-bench"
 CLIENTS = ("confluent", "kafka-python", "aiokafka")
 _LIBRARY = {"confluent": "confluent_kafka", "kafka-python": "kafka", "aiokafka": "aiokafka"}
-_U32 = struct.Struct(">I")
+# librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (default 1000) once its
+# local queue holds queued.min.messages (100,000): a timer that would stall a fast reader the
+# same way against Apache Kafka. The consume figure uses 1 ms; the defaults get a row too.
+CONFLUENT_CONSUME = ["--config", "fetch.queue.backoff.ms=1"]
 
 Say = Callable[[str], None]
 
@@ -128,46 +126,6 @@ def _profiled(broker: BrokerProcess, params: Params, phase: str) -> None:
         RESULTS.mkdir(parents=True, exist_ok=True)
         profile = str(RESULTS / f"kafka-broker-{phase}.prof")
         broker.program = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "odradek.cli.main"]
-
-
-# -- a raw Kafka connection --------------------------------------------------------------------
-
-
-class KafkaSocket:
-    """One blocking loopback socket speaking Kafka's protocol through the codec; requests may
-    be pipelined, responses are taken in request order and their correlation ids checked."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.pending: deque[int] = deque()
-        self._next_cid = 0
-
-    def __enter__(self) -> KafkaSocket:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-
-    def send(self, api_key: int, version: int, fields: dict[str, Any]) -> None:
-        self._next_cid += 1
-        body = kafka.encode_request(api_key, version, self._next_cid, CLIENT_ID, fields)
-        self.sock.sendall(frame_prefix(len(body)) + body)
-        self.pending.append(self._next_cid)
-
-    def recv(self, api_key: int, version: int, view: memoryview) -> dict[str, Any]:
-        """The next response's fields, its body received into ``view`` (records are views
-        into it, valid until the next call)."""
-        _read_exactly(self.sock, view, 4)
-        size = _U32.unpack_from(view, 0)[0]
-        if size > len(view):
-            raise RuntimeError(f"response of {size} bytes exceeds the {len(view)}-byte buffer")
-        _read_exactly(self.sock, view, size)
-        cid, fields = kafka.decode_response(api_key, version, view[:size])
-        expected = self.pending.popleft()
-        if cid != expected:
-            raise RuntimeError(f"response {cid} arrived where {expected} was due")
-        return fields
 
 
 # -- 1. produce --------------------------------------------------------------------------------
@@ -229,39 +187,6 @@ def _produce_part(params: Params, port: int, figures: Figures, say: Say) -> None
                     baseline=base, samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
 
 
-def kafka_produce(
-    port: int, topic: str, batches: list[bytes], count: int, window: int, version: int
-) -> None:
-    """Send ``count`` acks=1 Produce requests of one batch each (cycling through ``batches``)
-    to partition 0 of ``topic``, ``window`` in flight; every partition must answer success."""
-    view = memoryview(bytearray(1 << 16))
-    with KafkaSocket(port) as conn:
-        for i in range(count):
-            fields = {
-                "transactional_id": None,
-                "acks": 1,
-                "timeout_ms": 30_000,
-                "topic_data": [
-                    {
-                        "name": topic,
-                        "partition_data": [{"index": 0, "records": batches[i % len(batches)]}],
-                    }
-                ],
-            }
-            conn.send(PRODUCE_KEY, version, fields)
-            if len(conn.pending) >= window:
-                _expect_produced(conn.recv(PRODUCE_KEY, version, view))
-        while conn.pending:
-            _expect_produced(conn.recv(PRODUCE_KEY, version, view))
-
-
-def _expect_produced(fields: dict[str, Any]) -> None:
-    for topic in fields["responses"]:
-        for part in topic["partition_responses"]:
-            if part["error_code"]:
-                raise RuntimeError(f"produce failed: {topic['name']}: {part}")
-
-
 # -- 2. fetch ----------------------------------------------------------------------------------
 
 
@@ -293,67 +218,6 @@ def _fetch_part(
         values = rates[f"v{version}"]
         figures.add(f"Kafka Fetch v{version}", median(values), "MB/s", baseline=native,
                     samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
-
-
-def kafka_read_partition(
-    port: int, topic: str, end_offset: int, fetch_bytes: int, version: int
-) -> float:
-    """Seconds to read offsets ``0 .. end_offset`` of partition 0 with back-to-back Kafka
-    Fetch requests (``version``), parsing only each response's batch headers."""
-    view = memoryview(bytearray(fetch_bytes + (1 << 20)))
-    with KafkaSocket(port) as conn, Stopwatch() as watch:
-        offset = 0
-        while offset < end_offset:
-            conn.send(FETCH_KEY, version, _fetch_fields(topic, offset, fetch_bytes))
-            fields = conn.recv(FETCH_KEY, version, view)
-            part = fields["responses"][0]["partitions"][0]
-            if fields["error_code"] or part["error_code"]:
-                raise RuntimeError(f"fetch failed at offset {offset}: {fields}")
-            offset = _next_offset(part["records"], offset)
-    return watch.seconds
-
-
-def _fetch_fields(topic: str, offset: int, fetch_bytes: int) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 1,
-        "max_bytes": fetch_bytes,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": fetch_bytes,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
-
-
-def _next_offset(records: Any, offset: int) -> int:
-    """The offset after the last complete batch of ``records`` (``offset`` if none)."""
-    if records is None:
-        return offset
-    position, end = 0, len(records)
-    while position + HEADER_SIZE <= end:
-        header = parse_batch_header(records, position)
-        if position + header.size_bytes > end:
-            break  # a partial batch at the end: fetched again next time
-        offset = header.next_offset
-        position += header.size_bytes
-    return offset
 
 
 # -- 3. unmodified clients ---------------------------------------------------------------------
@@ -389,12 +253,12 @@ def _clients_part(
                    "--bootstrap-server", broker.bootstrap, "--num-records", n, *args]  # fmt: skip
         return _json_line(command, f"odradek perf {action}")["records_per_s"]
 
-    def client(name: str, action: str) -> Callable[[], float]:
+    def client(name: str, action: str, *extra: str) -> Callable[[], float]:
         def go() -> float:
             name_ = created(name) if action == "produce" else topic(name)
             command = [sys.executable, "-m", "bench.kafka_clients", f"{name}-{action}",
                        "--bootstrap-server", broker.bootstrap, "--topic", name_,
-                       "--num-records", n, "--record-size", size]  # fmt: skip
+                       "--num-records", n, "--record-size", size, *extra]  # fmt: skip
             return _json_line(command, f"{name} {action}")["records_per_s"]
 
         return go
@@ -408,7 +272,11 @@ def _clients_part(
             skipped[name] = f"{_LIBRARY[name]} is not installed (pip install {name})"
             continue
         runs[f"{name} produce"] = client(name, "produce")
-        runs[f"{name} consume"] = client(name, "consume")
+        if name == "confluent":
+            runs["confluent consume"] = client(name, "consume", *CONFLUENT_CONSUME)
+            runs["confluent-defaults consume"] = client(name, "consume")
+        else:
+            runs[f"{name} consume"] = client(name, "consume")
     redis_port = _start_redis(params, scratch, stack, skipped, say)
     if redis_port:
         port = str(redis_port)
@@ -456,8 +324,11 @@ def _client_figures(
     records = f"{params.num_records:,} x {params.record_bytes} B, one partition"
     labels = {
         "confluent": "confluent-kafka",
+        "confluent-defaults": "confluent-kafka (librdkafka defaults)",
         "kafka-python": "kafka-python",
         "aiokafka": "aiokafka",
+        "confluent consume": "fetch.queue.backoff.ms=1",
+        "confluent-defaults consume": "fetch.queue.backoff.ms=1000 (default)",
     }
     for action, verb in (("produce", "produce"), ("consume", "consume")):
         values = samples[f"odradek {action}"]
@@ -477,11 +348,14 @@ def _client_figures(
         ).name
         figures.add(f"odradek perf {verb} ÷ Redis", median(values), "records/s",
                     baseline=redis, samples=values)  # fmt: skip
-        for name in CLIENTS:
+        names = [*CLIENTS, "confluent-defaults"] if action == "consume" else CLIENTS
+        for name in names:
             label = labels[name]
             values = samples.get(f"{name} {action}", [])
             value = median(values) if values else math.nan
-            note = f"skipped: {skipped[name]}" if name in skipped else ""
+            note = labels.get(f"{name} {action}", "")
+            if name.removesuffix("-defaults") in skipped:
+                note = f"skipped: {skipped[name.removesuffix('-defaults')]}"
             figures.add(f"{label} {verb} ÷ odradek", value, "records/s",
                         baseline=odradek.name, samples=values, note=note)  # fmt: skip
             figures.add(f"{label} {verb} ÷ Redis", value, "records/s",

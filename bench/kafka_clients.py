@@ -27,7 +27,9 @@ the same way, as an application that wants throughput with acknowledged writes w
 * **consume**: partition 0 assigned by hand from the beginning (no group), until
   ``--num-records`` records have arrived; value bytes are summed (so every value is touched)
   and checked against ``records x --record-size``. Timed from the assignment to the last
-  record. ``confluent-consume`` calls ``consume(10000, 1.0)``; ``kafka-python-consume``
+  record. ``confluent-consume`` calls ``consume(10000, 1.0)`` (``--config KEY=VALUE`` adds
+  librdkafka settings: the benchmark also runs it with ``fetch.queue.backoff.ms=1``, see
+  :mod:`bench.kafka`); ``kafka-python-consume``
   ``poll(timeout_ms=1000, max_records=10000)``; ``aiokafka-consume``
   ``getmany(timeout_ms=1000, max_records=10000)``. A consumer that receives nothing for
   ``--idle-timeout-s`` fails.
@@ -144,6 +146,7 @@ def confluent_consume(args: argparse.Namespace) -> dict[str, object]:
             "group.id": "bench-unused",  # required by the client; no group calls (assign)
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
+            **dict(item.split("=", 1) for item in args.config),
         }
     )
     try:
@@ -312,6 +315,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--idle-timeout-s", type=float, default=30.0)
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="uvloop")
+    parser.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="librdkafka setting"
+    )
     return parser
 
 
