@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,7 +110,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     _profiled(broker, params, "produce")
     with contextlib.ExitStack() as stack:
         stack.enter_context(broker)  # started here, stopped on the way out
-        _produce_part(params, broker.port, figures, say)  # type: ignore[arg-type]
+        _produce_part(params, broker, figures, say)
         say(f"fetch: filling a partition with {format_size(params.data_bytes)}")
         fill = FetchParams(data_bytes=params.data_bytes)
         end_offset = fill_partition(broker.port, "fetch-bench", fill)  # type: ignore[arg-type]
@@ -131,9 +132,11 @@ def _profiled(broker: BrokerProcess, params: Params, phase: str) -> None:
 # -- 1. produce --------------------------------------------------------------------------------
 
 
-def _produce_part(params: Params, port: int, figures: Figures, say: Say) -> None:
+def _produce_part(params: Params, broker: BrokerProcess, figures: Figures, say: Say) -> None:
     batches, per_batch = build_batches(StorageParams())
     count, state = params.produce_requests, {"round": 0}
+    port, pid = broker.port, broker.process.pid  # type: ignore[union-attr]
+    cpu_us: dict[str, list[float]] = {"native": [], "v7": [], "v9": []}
     say(
         f"produce: {count:,} x {len(batches[0]):,} B batches ({per_batch} records) per run, "
         f"{params.window} in flight, {params.repeats} rounds + 1 warm-up"
@@ -145,8 +148,10 @@ def _produce_part(params: Params, port: int, figures: Figures, say: Say) -> None
             topic = f"produce-{name}-{state['round']}"
             with Wire(port) as wire:
                 wire.create_topic(topic, partitions=1)
+            cpu_s = process_cpu_s(pid)
             with Stopwatch() as watch:
                 produce(topic)
+            cpu_us[name].append((process_cpu_s(pid) - cpu_s) / count * 1e6)
             with Wire(port) as wire:
                 end = wire.list_offset(topic, 0, -1).offset
                 wire.call(m.DeleteTopicsRequest(correlation_id=0, topic_names=[topic]))
@@ -185,6 +190,22 @@ def _produce_part(params: Params, port: int, figures: Figures, say: Say) -> None
         values = samples[f"v{version}"]
         figures.add(f"Kafka Produce v{version}", median(values), "records/s",
                     baseline=base, samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
+    # the warm-up round is the first sample of each: dropped, as interleaved() drops its value
+    base = figures.add("broker CPU per request, native Produce", median(cpu_us["native"][1:]),
+                       "µs", samples=cpu_us["native"][1:], is_baseline=True,
+                       note="utime + stime of the broker process / requests").name  # fmt: skip
+    for version in (7, 9):
+        values = cpu_us[f"v{version}"][1:]
+        figures.add(f"broker CPU per request, Kafka Produce v{version}", median(values), "µs",
+                    baseline=base, samples=values)  # fmt: skip
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) process ``pid`` has used (``/proc/<pid>/stat``;
+    clock-tick resolution, 10 ms)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- 2. fetch ----------------------------------------------------------------------------------
