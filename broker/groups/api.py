@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 
 from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator, StoreGroup
-from odradek.broker.groups.group import GroupState, Pending
+from odradek.broker.groups.group import Group, GroupState, Pending
 from odradek.broker.groups.offsets import (
     OFFSETS_TOPIC,
     GroupKey,
@@ -209,6 +209,8 @@ class GroupApi:
         """Tombstone the offsets past retention; an Empty group left without any is deleted."""
         expired: dict[str, list[TopicPartition]] = {}
         for group in list(self.coordinator.groups.values()):
+            if not _offsets_may_expire(group):
+                continue
             empty_since = None
             if group.state == GroupState.EMPTY and group.protocol_type is not None:
                 empty_since = group.state_since_ms
@@ -481,6 +483,15 @@ class GroupApi:
                 code = await self._delete_group(group_id)
             results.append(m.DeletableGroupResult(group_id=group_id, error_code=code))
         return m.DeleteGroupsResponse(correlation_id=req.correlation_id, results=results)
+
+
+def _offsets_may_expire(group: Group) -> bool:
+    """Kafka's ``removeExpiredOffsets`` cases: a simple group's, an Empty group's, and a Stable
+    "consumer" group's (but its subscribed topics); never those of a group rebalancing, nor of
+    an active group of another protocol type ("connect": its topics are not known)."""
+    if group.protocol_type is None or group.state == GroupState.EMPTY:
+        return True
+    return group.state == GroupState.STABLE and group.protocol_type == "consumer"
 
 
 R = TypeVar("R", bound=m.Response)

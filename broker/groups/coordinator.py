@@ -22,12 +22,35 @@ Transitions (Kafka's)::
 - ``group.initial.rebalance.delay.ms`` delays the first rebalance of an Empty group, and each
   new member extends it by the same delay, up to the rebalance timeout (Kafka's
   InitialDelayedJoin).
-- The assignment is computed when the join completes (server-side, :mod:`assignors`), stored
-  in the group record, and handed out by SyncGroup only once that record is durable.
+- Server-assigned groups (the native client): the assignment is computed when the join
+  completes (:mod:`assignors`), stored in the group record, and handed out by SyncGroup only
+  once that record is durable.
+- Client-assigned groups (Kafka clients, JoinGroup with ``protocols``): the protocol is Kafka's
+  ``selectProtocol`` (each member votes for its most preferred protocol that every member
+  supports; most votes wins, a tie goes to the broker's assignor order, then the name). The
+  leader's JoinGroup answer lists every member with its metadata for that protocol; the leader's
+  SyncGroup in CompletingRebalance brings every member's assignment bytes (a member it leaves out
+  gets ``b""``; ids that are not members are ignored), which are stored in the group record;
+  every waiting SyncGroup (the leader's too) is answered once that record is durable. Followers
+  wait for it: no timer ever answers them with an empty assignment; only a new rebalance (the
+  leader left, or its session expired without a SyncGroup) answers them REBALANCE_IN_PROGRESS.
+  As in Kafka, the leader rejoining a Stable group always starts a rebalance (it may have seen
+  new metadata), and a rejoin matches only with the same protocols and metadata.
+- A group holds one kind of member: a member of the other kind joining is answered
+  ``INCONSISTENT_GROUP_PROTOCOL``. A group replayed from ``__consumer_offsets`` accepts either
+  kind until its members have rejoined (:mod:`group`).
+- JoinGroup v0-v3 clients never retry after ``MEMBER_ID_REQUIRED``: with
+  ``require_known_member_id`` False a new member is admitted at once under a generated id.
 - A member is removed when its session (``session_timeout_ms`` since its last heartbeat, sync
   or completed join) expires, or when it has not rejoined within the rebalance timeout.
 - A cooperative assignment that held partitions back starts a follow-up rebalance as soon as
   the group is Stable (KIP-429).
+- Partition counts: a group whose subscribed topics (client-assigned "consumer" groups: the
+  topics decoded from the chosen protocol's metadata) changed partition count since the join
+  completed rebalances (:meth:`GroupCoordinator.topics_changed`), for both kinds. Kafka's broker
+  leaves that to the clients, which watch metadata and rejoin themselves; the rebalance the
+  broker starts is the same one they would join, so it changes nothing for them, and it covers
+  clients that do not watch. Groups of other protocol types ("connect") have no topics to watch.
 """
 
 from __future__ import annotations
@@ -46,6 +69,7 @@ from odradek.broker.groups.group import (
     check_member,
     fence,
     join_error,
+    protocol_names,
     resolve_assignors,
     sync_error,
 )
@@ -101,7 +125,11 @@ class GroupCoordinator:
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return fail(E.INVALID_SESSION_TIMEOUT)
-        assignors = resolve_assignors(req.assignors)
+        client_assigned = bool(req.protocols)
+        if client_assigned:
+            assignors = protocol_names(req.protocols)
+        else:
+            assignors = resolve_assignors(req.assignors)
         if not req.protocol_type or not assignors:
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         group = self.groups.get(req.group_id)
@@ -109,11 +137,14 @@ class GroupCoordinator:
             if req.member_id:
                 return fail(E.UNKNOWN_MEMBER_ID)
             group = self.groups[req.group_id] = Group(req.group_id, state_since_ms=now_ms)
-        if not group.supports(req.protocol_type, assignors, req.member_id):
+        if not group.supports(req.protocol_type, assignors, req.member_id, client_assigned):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         try:
             if req.group_instance_id is not None:
                 return self._join_static(group, req, assignors, host, now_ms)
+            if not req.member_id and not req.require_known_member_id:  # JoinGroup v0-v3
+                member = Member(self._new_member_id(req.client_id))
+                return self._add_member(group, member, req, assignors, host, now_ms)
             if not req.member_id:
                 member_id = self._new_member_id(req.client_id)
                 group.pending[member_id] = now_ms + req.session_timeout_ms
@@ -151,6 +182,7 @@ class GroupCoordinator:
             return self._rejoin(group, old, req, assignors, host, now_ms)
         # A restarted static member: it takes the old member's place under a new id.
         new_id = self._new_member_id(req.client_id)
+        previous_leader = group.leader
         fence(old, E.FENCED_INSTANCE_ID)
         del group.members[old.member_id]
         old.member_id = new_id
@@ -159,7 +191,15 @@ class GroupCoordinator:
             group.leader = new_id
         if group.state == GroupState.STABLE and old.matches(req, assignors):
             old.update(req, assignors, host)
+            if old.client_assigned:
+                old.choose(group.protocol or "")
             old.deadline_ms = now_ms + old.session_timeout_ms
+            # The record now names the new id (a replay must know it); no rebalance.
+            self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
+            if old.client_assigned:
+                # Kafka: announce the old leader id, so that the restarted member does not
+                # compute an assignment that a Stable group would never hand out.
+                return Pending(group.join_response(old, req, leader=previous_leader or ""))
             return Pending(group.join_response(old, req))
         return self._rejoin(group, old, req, assignors, host, now_ms, force=True)
 
@@ -196,6 +236,12 @@ class GroupCoordinator:
         force: bool = False,
     ) -> Pending[m.JoinGroupResponse]:
         unchanged = member.matches(req, assignors) and not force
+        if (
+            group.state == GroupState.STABLE
+            and member.client_assigned
+            and member.member_id == group.leader
+        ):
+            unchanged = False  # Kafka: a client-side leader rejoins to assign anew
         if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and unchanged:
             # Nothing the assignment depends on changed: the current generation stands.
             member.deadline_ms = now_ms + member.session_timeout_ms
@@ -253,6 +299,9 @@ class GroupCoordinator:
         group.protocol = group.select_protocol()
         if group.leader not in group.members:
             group.leader = next(iter(group.members))
+        if group.client_assigned:
+            self._complete_client_join(group, now_ms)
+            return
         previous = {mid: mb.assignment for mid, mb in group.members.items()}
         subscriptions = {mid: mb.topics for mid, mb in group.members.items()}
         counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
@@ -268,6 +317,32 @@ class GroupCoordinator:
             member.deadline_ms = now_ms + member.session_timeout_ms
             if waiter is not None:
                 waiter.resolve(group.join_response(member))
+        self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
+
+    def _complete_client_join(self, group: Group, now_ms: int) -> None:
+        """Client-assigned: the generation forms without an assignment; the leader's SyncGroup
+        brings it (:meth:`_leader_assigns`), and only then is the group record written."""
+        protocol = group.protocol or ""
+        group.revoking = False
+        for member in group.members.values():
+            member.choose(protocol)
+            member.set_assignment_bytes(b"")
+            member.synced = False
+        group.assigned_counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
+        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        for member in group.members.values():
+            waiter, member.join_waiter = member.join_waiter, None
+            member.deadline_ms = now_ms + member.session_timeout_ms
+            if waiter is not None:
+                waiter.resolve(group.join_response(member))
+
+    def _leader_assigns(self, group: Group, assignments: list[m.SyncGroupAssignment]) -> None:
+        """The leader's SyncGroup in CompletingRebalance: every member's bytes (``b""`` for one
+        left out; an id that is no member is ignored, a repeated id's last entry counts), then
+        the group record; :meth:`stored` answers the waiting syncs once it is durable."""
+        given = {a.member_id: a.assignment for a in assignments}
+        for member_id, member in group.members.items():
+            member.set_assignment_bytes(given.get(member_id, b""))
         self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
 
     def stored(
@@ -314,6 +389,10 @@ class GroupCoordinator:
             return Pending(sync_error(code))
         assert group is not None
         member = group.members[req.member_id]
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol
+        ):
+            return Pending(sync_error(E.INCONSISTENT_GROUP_PROTOCOL))  # Kafka SyncGroup v5
         if group.state == GroupState.PREPARING_REBALANCE:
             return Pending(sync_error(E.REBALANCE_IN_PROGRESS))
         member.deadline_ms = now_ms + member.session_timeout_ms
@@ -326,6 +405,8 @@ class GroupCoordinator:
         if member.sync_waiter is not None:
             member.sync_waiter.resolve(sync_error(E.REBALANCE_IN_PROGRESS))
         member.sync_waiter = waiter = Pending()
+        if group.client_assigned and req.member_id == group.leader:
+            self._leader_assigns(group, req.assignments)
         self._changed()
         return waiter
 

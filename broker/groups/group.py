@@ -14,6 +14,17 @@ States (Kafka's names)::
 
 A *simple* group (``protocol_type is None``) exists only through offsets committed outside
 group membership (a consumer using ``assign``, an admin reset).
+
+Members are of one of two kinds (:attr:`Member.client_assigned`), and a group holds one kind:
+
+- server-assigned (False; the native client): ``topics`` and ``assignors`` as sent, the
+  ``assignment`` the broker computed; the group record holds their consumer-protocol encodings.
+- client-assigned (True; Kafka clients): ``protocols`` (name -> metadata bytes, in preference
+  order; ``assignors`` holds their names) and the leader's ``assignment_bytes``; the group record
+  holds those bytes unchanged. For protocol type "consumer", ``topics`` and ``assignment`` are
+  views decoded from them (``odradek groups describe``, retention, partition-count checks).
+- None: replayed from ``__consumer_offsets`` and not rejoined since: either kind may rejoin.
+  Its stored bytes are kept as ``protocols[protocol]`` and ``assignment_bytes``.
 """
 
 from __future__ import annotations
@@ -24,7 +35,14 @@ from enum import StrEnum
 from typing import Generic, TypeVar
 
 from odradek.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
-from odradek.broker.groups.offsets import GroupValue, MemberValue
+from odradek.broker.groups.offsets import (
+    GroupValue,
+    MemberValue,
+    encode_assignment,
+    encode_subscription,
+    read_assignment,
+    read_subscription,
+)
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
@@ -37,6 +55,7 @@ __all__ = [
     "check_member",
     "fence",
     "join_error",
+    "protocol_names",
     "resolve_assignors",
     "sync_error",
 ]
@@ -88,6 +107,19 @@ def resolve_assignors(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n in ASSIGNORS))
 
 
+def protocol_names(protocols: Sequence[m.JoinGroupProtocol]) -> tuple[str, ...]:
+    """A client-assigned member's protocol names in preference order (a repeat is dropped)."""
+    return tuple(dict.fromkeys(p.name for p in protocols))
+
+
+def _protocol_map(protocols: Sequence[m.JoinGroupProtocol]) -> dict[str, bytes]:
+    """name -> metadata in preference order; the first of a repeated name counts."""
+    found: dict[str, bytes] = {}
+    for p in protocols:
+        found.setdefault(p.name, p.metadata)
+    return found
+
+
 @dataclass(eq=False)
 class Member:
     member_id: str
@@ -100,6 +132,9 @@ class Member:
     assignors: tuple[str, ...] = DEFAULT_ASSIGNOR_ORDER
     topics: tuple[str, ...] = ()
     assignment: dict[str, list[int]] = field(default_factory=dict)
+    client_assigned: bool | None = False  # see the module docstring; None: replayed
+    protocols: dict[str, bytes] = field(default_factory=dict)  # client-assigned: name -> metadata
+    assignment_bytes: bytes = b""  # client-assigned: the leader's bytes for this member
     join_waiter: Pending[m.JoinGroupResponse] | None = None
     sync_waiter: Pending[m.SyncGroupResponse] | None = None
     deadline_ms: int = NEVER  # session expiry, while not waiting on a join or sync
@@ -117,15 +152,52 @@ class Member:
         self.rebalance_timeout_ms = req.rebalance_timeout_ms
         self.protocol_type = req.protocol_type
         self.assignors = assignors
-        self.topics = tuple(sorted(set(req.topics)))
+        if req.protocols:
+            self.client_assigned = True
+            self.protocols = _protocol_map(req.protocols)
+            self.choose(assignors[0])
+        else:
+            self.client_assigned = False
+            self.protocols = {}
+            self.topics = tuple(sorted(set(req.topics)))
+
+    def choose(self, protocol: str) -> None:
+        """Client-assigned: take the subscription view from ``protocol``'s metadata."""
+        if self.client_assigned and self.protocol_type == "consumer":
+            self.topics = tuple(sorted(set(read_subscription(self.protocols.get(protocol, b"")))))
+
+    def set_assignment_bytes(self, data: bytes) -> None:
+        """Client-assigned: the leader's bytes for this member (and their decoded view)."""
+        self.assignment_bytes = data
+        self.assignment = read_assignment(data) if self.protocol_type == "consumer" else {}
 
     def matches(self, req: m.JoinGroupRequest, assignors: tuple[str, ...]) -> bool:
-        """True if a rejoin changes nothing the assignment depends on."""
+        """True if a rejoin changes nothing the assignment depends on (client-assigned: the
+        same protocols with the same metadata, in the same order, as Kafka's ``matches``)."""
+        if req.protocols:
+            return (
+                self.client_assigned is True
+                and list(self.protocols.items()) == list(_protocol_map(req.protocols).items())
+                and self.protocol_type == req.protocol_type
+            )
         return (
-            self.topics == tuple(sorted(set(req.topics)))
+            self.client_assigned is not True
+            and self.topics == tuple(sorted(set(req.topics)))
             and self.assignors == assignors
             and self.protocol_type == req.protocol_type
         )
+
+    def metadata(self, protocol: str | None) -> bytes:
+        """The subscription bytes for ``protocol`` as Kafka stores and describes them."""
+        if self.client_assigned is False:
+            return encode_subscription(self.topics)
+        return self.protocols.get(protocol or "", b"")
+
+    def assignment_record(self) -> bytes:
+        """The assignment bytes as Kafka stores and describes them."""
+        if self.client_assigned is False:
+            return encode_assignment(self.assignment)
+        return self.assignment_bytes
 
 
 @dataclass(eq=False)
@@ -153,18 +225,32 @@ class Group:
     def subscribed_topics(self) -> set[str]:
         return {t for member in self.members.values() for t in member.topics}
 
+    @property
+    def client_assigned(self) -> bool:
+        """True if any member is client-assigned (Kafka clients compute the assignment)."""
+        return any(mb.client_assigned for mb in self.members.values())
+
     def candidates(self, exclude: str | None = None) -> set[str]:
         """The assignors every member (``exclude`` aside) supports."""
         sets = [set(mb.assignors) for mid, mb in self.members.items() if mid != exclude]
         return set.intersection(*sets) if sets else set(ASSIGNORS)
 
-    def supports(self, protocol_type: str, assignors: tuple[str, ...], member_id: str) -> bool:
-        """Kafka's ``supportsProtocols``: may this member join (or rejoin) with these?"""
+    def supports(
+        self,
+        protocol_type: str,
+        assignors: tuple[str, ...],
+        member_id: str,
+        client_assigned: bool = False,
+    ) -> bool:
+        """Kafka's ``supportsProtocols``: may this member join (or rejoin) with these? A member
+        of the other kind than the group's (server- or client-assigned) may not."""
         if not protocol_type or not assignors:
             return False
-        others = [mid for mid in self.members if mid != member_id]
+        others = [mb for mid, mb in self.members.items() if mid != member_id]
         if not others:
             return True
+        if any(mb.client_assigned is (not client_assigned) for mb in others):
+            return False
         return protocol_type == self.protocol_type and bool(
             self.candidates(exclude=member_id) & set(assignors)
         )
@@ -205,34 +291,41 @@ class Group:
     # -- answers ---------------------------------------------------------------------------
 
     def join_response(
-        self, member: Member, req: m.JoinGroupRequest | None = None
+        self, member: Member, req: m.JoinGroupRequest | None = None, *, leader: str | None = None
     ) -> m.JoinGroupResponse:
-        """The JoinGroup answer of the current generation (members for the leader only)."""
-        leader = member.member_id == self.leader
+        """The JoinGroup answer of the current generation (members for the leader only; with
+        their metadata for the chosen protocol in a client-assigned group). ``leader``
+        overrides the leader id announced (a replaced static member must not assign)."""
+        leader_id = (self.leader or "") if leader is None else leader
         return m.JoinGroupResponse(
             correlation_id=req.correlation_id if req is not None else 0,
             generation_id=self.generation,
             protocol_type=self.protocol_type,
             protocol_name=self.protocol,
-            leader=self.leader or "",
+            leader=leader_id,
             member_id=member.member_id,
             members=[
                 m.JoinGroupMember(
                     member_id=mb.member_id,
                     group_instance_id=mb.group_instance_id,
                     topics=list(mb.topics),
+                    metadata=b"" if mb.client_assigned is False else mb.metadata(self.protocol),
                 )
                 for mb in self.members.values()
             ]
-            if leader
+            if member.member_id == leader_id
             else [],
         )
 
     def sync_response(self, member: Member) -> m.SyncGroupResponse:
+        """The member's assignment: the partitions (server-assigned, or decoded) and, unless
+        server-assigned, its bytes as the leader sent them."""
         return m.SyncGroupResponse(
             correlation_id=0,
             protocol_name=self.protocol,
             assignment={t: list(ps) for t, ps in member.assignment.items()},
+            protocol_type=self.protocol_type,
+            assignment_bytes=b"" if member.client_assigned is False else member.assignment_bytes,
         )
 
     def find(self, member_id: str, instance_id: str | None) -> Member | None:
@@ -251,7 +344,11 @@ class Group:
     # -- descriptions and records ----------------------------------------------------------
 
     def describe(self) -> m.DescribedGroup:
+        """DescribeGroups' answer. The partitions show from CompletingRebalance on; Kafka's
+        ``member_metadata`` / ``member_assignment`` bytes only when Stable, as Kafka's
+        ``summary`` (server-assigned members: their consumer-protocol encodings)."""
         assigned = self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE)
+        stable = self.state == GroupState.STABLE
         return m.DescribedGroup(
             group_id=self.group_id,
             group_state=self.state.value,
@@ -265,12 +362,17 @@ class Group:
                     client_host=member.client_host,
                     topics=list(member.topics),
                     assignment=dict(member.assignment) if assigned else {},
+                    metadata=member.metadata(self.protocol) if stable else b"",
+                    assignment_bytes=member.assignment_record() if stable else b"",
                 )
                 for member in self.members.values()
             ],
         )
 
     def to_value(self) -> GroupValue:
+        """The group record: server-assigned members' subscription and assignment encoded in
+        the consumer protocol, the others' bytes as the clients sent them."""
+        p = self.protocol
         return GroupValue(
             protocol_type=self.protocol_type or "",
             generation=self.generation,
@@ -287,6 +389,8 @@ class Group:
                     session_timeout_ms=mb.session_timeout_ms,
                     topics=mb.topics,
                     assignment=mb.assignment,
+                    subscription_bytes=None if mb.client_assigned is False else mb.metadata(p),
+                    assignment_bytes=None if mb.client_assigned is False else mb.assignment_bytes,
                 )
                 for mb in self.members.values()
             ),
@@ -295,7 +399,9 @@ class Group:
     @classmethod
     def from_value(cls, group_id: str, value: GroupValue, now_ms: int) -> Group:
         """The group as stored: Stable with its members (their sessions restart now), or
-        Empty. A protocol the broker does not know leaves the group Empty."""
+        Empty. Members keep their stored bytes; they are client-assigned if the broker cannot
+        have written the record (:func:`_could_be_server_assigned`), else of unknown kind (None:
+        either kind may rejoin)."""
         group = cls(
             group_id,
             generation=value.generation,
@@ -303,7 +409,8 @@ class Group:
             protocol=value.protocol,
             leader=value.leader,
         )
-        if value.members and value.protocol in ASSIGNORS:
+        if value.members and value.protocol:
+            kind = None if _could_be_server_assigned(value) else True
             for mv in value.members:
                 group.members[mv.member_id] = Member(
                     member_id=mv.member_id,
@@ -316,6 +423,9 @@ class Group:
                     assignors=(value.protocol,),
                     topics=tuple(mv.topics),
                     assignment={t: list(ps) for t, ps in mv.assignment.items()},
+                    client_assigned=kind,
+                    protocols={value.protocol: _stored(mv.subscription_bytes, mv.topics)},
+                    assignment_bytes=_stored_assignment(mv.assignment_bytes, mv.assignment),
                     deadline_ms=now_ms + mv.session_timeout_ms,
                     synced=True,
                 )
@@ -326,6 +436,25 @@ class Group:
             stamp = value.current_state_timestamp_ms
             group.transition(GroupState.EMPTY, stamp if stamp >= 0 else now_ms)
         return group
+
+
+def _could_be_server_assigned(value: GroupValue) -> bool:
+    """Whether the broker could have written this record: an assignor of its own, and every
+    member's bytes exactly the consumer-protocol v0 encodings it writes (Kafka clients send
+    later versions, user data, other protocols). If not, the group is client-assigned."""
+    return value.protocol in ASSIGNORS and all(
+        mv.subscription_bytes in (None, encode_subscription(mv.topics))
+        and mv.assignment_bytes in (None, encode_assignment(mv.assignment))
+        for mv in value.members
+    )
+
+
+def _stored(data: bytes | None, topics: tuple[str, ...]) -> bytes:
+    return encode_subscription(topics) if data is None else data
+
+
+def _stored_assignment(data: bytes | None, assignment: dict[str, list[int]]) -> bytes:
+    return encode_assignment(assignment) if data is None else data
 
 
 def check_member(

@@ -34,6 +34,13 @@ later versions read; only the leading fields matter)::
     assignment    int16 version | array of (string topic | array of int32 partitions) |
                   nullable bytes userData
 
+Those two byte strings are authoritative as stored: a client-assigned group (Kafka clients)
+writes its members' bytes exactly as the clients sent them (:attr:`MemberValue.subscription_bytes`
+and :attr:`MemberValue.assignment_bytes`, kept on decode too), whatever their protocol type
+("connect" metadata is not the consumer protocol). The decoded views (``topics``,
+``assignment``) are best effort: bytes that do not decode as the consumer protocol give an
+empty view, never an undecodable record.
+
 A group lives in partition ``abs(java_string_hashcode(group)) % partitions`` with Kafka's
 ``Utils.abs``, which maps ``Integer.MIN_VALUE`` to 0 (Java's ``Math.abs`` would keep it
 negative): see :func:`partition_for`.
@@ -59,12 +66,16 @@ __all__ = [
     "decode_group_value",
     "decode_key",
     "decode_offset_value",
+    "encode_assignment",
     "encode_group_key",
     "encode_group_value",
     "encode_offset_key",
     "encode_offset_value",
+    "encode_subscription",
     "java_string_hashcode",
     "partition_for",
+    "read_assignment",
+    "read_subscription",
 ]
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -191,8 +202,11 @@ class MemberValue:
     client_host: str = ""
     rebalance_timeout_ms: int = 300_000
     session_timeout_ms: int = 45_000
-    topics: tuple[str, ...] = ()  # the subscription
-    assignment: dict[str, list[int]] = field(default_factory=dict)
+    topics: tuple[str, ...] = ()  # the subscription (a view of subscription_bytes)
+    assignment: dict[str, list[int]] = field(default_factory=dict)  # a view, likewise
+    # The bytes as stored (None when encoding: the consumer-protocol encoding of the views).
+    subscription_bytes: bytes | None = field(default=None, compare=False)
+    assignment_bytes: bytes | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -216,6 +230,8 @@ def encode_group_value(value: GroupValue) -> bytes:
         _I32.pack(len(value.members)),
     ]
     for member in value.members:
+        subscription = member.subscription_bytes
+        assignment = member.assignment_bytes
         parts += (
             _string(member.member_id),
             _string(member.group_instance_id),
@@ -223,8 +239,8 @@ def encode_group_value(value: GroupValue) -> bytes:
             _string(member.client_host),
             _I32.pack(member.rebalance_timeout_ms),
             _I32.pack(member.session_timeout_ms),
-            _bytes(encode_subscription(member.topics)),
-            _bytes(encode_assignment(member.assignment)),
+            _bytes(encode_subscription(member.topics) if subscription is None else subscription),
+            _bytes(encode_assignment(member.assignment) if assignment is None else assignment),
         )
     return b"".join(parts)
 
@@ -257,8 +273,10 @@ def decode_group_value(data: bytes) -> GroupValue:
                 client_host,
                 rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
                 session_timeout,
-                decode_subscription(subscription) if subscription else (),
-                decode_assignment(assignment) if assignment else {},
+                read_subscription(subscription),
+                read_assignment(assignment),
+                subscription,
+                assignment,
             )
         )
     reader.end()
@@ -298,6 +316,22 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
         topic = reader.string()
         result[topic] = [reader.i32() for _ in range(reader.count())]
     return result
+
+
+def read_subscription(data: bytes) -> tuple[str, ...]:
+    """The topics of consumer-protocol subscription bytes; ``()`` if they do not decode."""
+    try:
+        return decode_subscription(data) if data else ()
+    except RecordFormatError:
+        return ()
+
+
+def read_assignment(data: bytes) -> dict[str, list[int]]:
+    """The partitions of consumer-protocol assignment bytes; ``{}`` if they do not decode."""
+    try:
+        return decode_assignment(data) if data else {}
+    except RecordFormatError:
+        return {}
 
 
 # -- primitives --------------------------------------------------------------------------------

@@ -4,6 +4,12 @@ ApiVersions advertises exactly the APIs routed here, each with the range the cod
 (:func:`odradek.protocol.kafka.api_version_ranges`); without a group coordinator the group
 APIs are neither routed nor advertised.
 
+Advertised ranges may stop below what the codec speaks (``_ADVERTISED_MAX``) where a client
+is known to send a version wrongly: librdkafka (at least to 2.16) writes an all-topics
+Metadata v9+ request with a 4-byte zero for the compact (1-byte) null array (librdkafka#5049),
+which leaves trailing bytes (Kafka's broker ignores them; this codec refuses them). Capped at
+v8, librdkafka sends the classic ``-1`` instead (a client that sends v9 anyway is served).
+
 ``waits`` marks the requests answered by a task of their own because they may wait (a long
 poll, a rebalance, an fsync, a topic creation): the connection's reader goes on meanwhile.
 """
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from odradek.broker.connection import Connection
 
 __all__ = ["KafkaReply", "Route", "Routes", "build_routes"]
+
+# api key -> the highest version advertised, below the codec's (module docstring)
+_ADVERTISED_MAX = {3: 8}  # Metadata: librdkafka's flexible all-topics request is malformed
 
 Handler = Callable[[kafka.RequestHeader, dict[str, Any]], Awaitable[Any]]
 
@@ -79,6 +88,10 @@ def build_routes(conn: Connection) -> Routes:
     unknown = by_name.keys() - {api.name for api in kafka.APIS.values()}
     if unknown:
         raise RuntimeError(f"routes for APIs the codec does not know: {sorted(unknown)}")
-    advertised = [(key, lo, hi) for key, lo, hi in kafka.api_version_ranges() if key in by_key]
+    advertised = [
+        (key, lo, min(hi, _ADVERTISED_MAX.get(key, hi)))
+        for key, lo, hi in kafka.api_version_ranges()
+        if key in by_key
+    ]
     admin.advertised[:] = advertised
     return Routes(by_key, advertised)

@@ -24,15 +24,16 @@ from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.data import DataApi, Reply, Section
+from odradek.protocol import kafka
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RecordsSlot, RequestHeader
 
-__all__ = ["KafkaReply", "RecordApis", "epoch_error"]
+__all__ = ["NO_TRANSACTIONS", "KafkaReply", "RecordApis", "epoch_error"]
 
 LEADER_EPOCH = 0  # the only leader epoch of a single node
 _EMPTY = memoryview(b"")
-_MIN_PRODUCE_VERSION = 3  # v0-2 carry legacy message sets: refused
+NO_TRANSACTIONS = "transactions are not supported by odradek"
 
 
 class KafkaReply:
@@ -68,14 +69,16 @@ class RecordApis:
     async def produce(self, header: RequestHeader, req: dict[str, Any]) -> Awaitable[dict]:
         """Append now (the session calls this in arrival order); the awaitable gives the
         response fields once the appends are durable as ``acks`` asks."""
-        refusal = None
-        if header.api_version < _MIN_PRODUCE_VERSION:
-            refusal = (ErrorCode.UNSUPPORTED_VERSION, "Produce v0-2 are not supported")
-        elif req["transactional_id"] is not None:
-            refusal = (ErrorCode.INVALID_REQUEST, "transactions are not supported by odradek")
+        if not kafka.APIS[header.api_key].is_served(header.api_version):  # v0-2
+            return _ready(kafka.refused_produce_response(req))
+        if req["transactional_id"] is not None:
             self.log.info("transactional produce refused", transactional_id=req["transactional_id"])
-        if refusal is not None:
-            return _ready(_refused_produce(req, *refusal))
+            refused = kafka.refused_produce_response(req)
+            for topic in refused["responses"]:
+                for part in topic["partition_responses"]:
+                    part["error_code"] = ErrorCode.INVALID_REQUEST
+                    part["error_message"] = NO_TRANSACTIONS
+            return _ready(refused)
         sections: list[Section] = []
         for topic in req["topic_data"]:
             name = topic["name"]
@@ -286,30 +289,6 @@ async def _produce_fields(work: Awaitable[m.ProduceResponse]) -> dict:
                 ],
             }
             for topic in native.topics
-        ],
-    }
-
-
-def _refused_produce(req: dict[str, Any], code: ErrorCode, message: str) -> dict:
-    return {
-        "throttle_time_ms": 0,
-        "responses": [
-            {
-                "name": topic["name"],
-                "partition_responses": [
-                    {
-                        "index": p["index"],
-                        "error_code": code,
-                        "base_offset": -1,
-                        "log_append_time_ms": -1,
-                        "log_start_offset": -1,
-                        "record_errors": [],
-                        "error_message": message,
-                    }
-                    for p in topic["partition_data"]
-                ],
-            }
-            for topic in req["topic_data"]
         ],
     }
 

@@ -22,6 +22,7 @@ from typing import Any
 from odradek.broker.context import BrokerContext
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.kafka.admin import plain
+from odradek.broker.kafka.data import NO_TRANSACTIONS
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RequestHeader
@@ -43,7 +44,7 @@ class GroupApis:
         if req.get("key_type", _KEY_TYPE_GROUP) != _KEY_TYPE_GROUP:
             self.ctx.log.info("transactions are not supported", api="FindCoordinator")
             code = ErrorCode.INVALID_REQUEST
-            fields["error_message"] = "transactions are not supported by odradek"
+            fields["error_message"] = NO_TRANSACTIONS
         else:
             code = self.groups.coordinator_error(req["key"])
         listener = self.ctx.advertised_listener

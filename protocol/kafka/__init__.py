@@ -16,6 +16,8 @@ from odradek.protocol.kafka.codec import (
     encode_request,
     encode_response,
     encode_response_parts,
+    refused_produce_response,
+    served_version_ranges,
     unsupported_version_response,
 )
 from odradek.protocol.kafka.headers import RequestHeader
@@ -34,5 +36,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "encode_response_parts",
+    "refused_produce_response",
+    "served_version_ranges",
     "unsupported_version_response",
 ]

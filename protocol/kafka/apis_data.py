@@ -128,40 +128,41 @@ METADATA = Api(
 PRODUCE = Api(
     0,
     "Produce",
-    (3, 9),
+    (0, 9),
     flexible=9,
+    served=(3, 9),
     request=(
         F("transactional_id", STRING, "3+", nullable="3+", default=None),
-        F("acks", INT16, "3+"),
-        F("timeout_ms", INT32, "3+"),
+        F("acks", INT16, "0+"),
+        F("timeout_ms", INT32, "0+"),
         F(
             "topic_data",
             ArrayOf(
-                F("name", STRING, "3-12"),
+                F("name", STRING, "0-12"),
                 F(
                     "partition_data",
                     ArrayOf(
-                        F("index", INT32, "3+"),
-                        F("records", RECORDS, "3+", nullable="3+"),
+                        F("index", INT32, "0+"),
+                        F("records", RECORDS, "0+", nullable="0+"),
                     ),
-                    "3+",
+                    "0+",
                 ),
             ),
-            "3+",
+            "0+",
         ),
     ),
     response=(
         F(
             "responses",
             ArrayOf(
-                F("name", STRING, "3-12"),
+                F("name", STRING, "0-12"),
                 F(
                     "partition_responses",
                     ArrayOf(
-                        F("index", INT32, "3+"),
-                        F("error_code", INT16, "3+"),
-                        F("base_offset", INT64, "3+"),
-                        F("log_append_time_ms", INT64, "3+", default=-1),
+                        F("index", INT32, "0+"),
+                        F("error_code", INT16, "0+"),
+                        F("base_offset", INT64, "0+"),
+                        F("log_append_time_ms", INT64, "2+", default=-1),
                         F("log_start_offset", INT64, "5+", default=-1),
                         F(
                             "record_errors",
@@ -179,12 +180,12 @@ PRODUCE = Api(
                         ),
                         F("error_message", STRING, "8+", nullable="8+", default=None),
                     ),
-                    "3+",
+                    "0+",
                 ),
             ),
-            "3+",
+            "0+",
         ),
-        F("throttle_time_ms", INT32, "3+"),
+        F("throttle_time_ms", INT32, "1+"),
     ),
 )
 

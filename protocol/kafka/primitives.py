@@ -74,8 +74,18 @@ def decode_uvarint(
 ) -> tuple[int, int]:
     """An unsigned varint of at most ``max_bytes`` bytes."""
     end = len(buf)
-    if pos < end and buf[pos] < 0x80:  # the common one-byte case
-        return buf[pos], pos + 1
+    if pos + 3 <= end:  # unrolled for the 1-3 byte lengths every message is made of
+        byte = buf[pos]
+        if byte < 0x80:
+            return byte, pos + 1
+        value = byte & 0x7F
+        byte = buf[pos + 1]
+        if byte < 0x80:
+            return value | byte << 7, pos + 2
+        value |= (byte & 0x7F) << 7
+        byte = buf[pos + 2]
+        if byte < 0x80:  # max_bytes is 5 or 10: three bytes always fit
+            return value | byte << 14, pos + 3
     value = shift = 0
     for _ in range(max_bytes):
         if pos >= end:

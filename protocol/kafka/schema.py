@@ -137,8 +137,13 @@ class F:
 
 @dataclass(frozen=True)
 class Api:
-    """One Kafka API: key, name, the version range spoken, the first flexible version (None if
-    none in range) and the request and response layouts."""
+    """One Kafka API: key, name, the version range spoken (decoded, encoded and advertised),
+    the first flexible version (None if none in range), the request and response layouts, and
+    the range *served*. ``served`` is narrower than ``versions`` only where a version must be
+    advertised and parsed but refused (Produce v0-v2: librdkafka before 2.11.1 compresses only
+    if the advertised Produce range contains v0; Kafka 4.0 does the same, KAFKA-18659). A
+    refused request is decoded, then answered in its own version with UNSUPPORTED_VERSION in
+    every partition."""
 
     key: int
     name: str
@@ -146,9 +151,14 @@ class Api:
     flexible: int | None
     request: tuple[F, ...]
     response: tuple[F, ...]
+    served: tuple[int, int] | None = None  # None: all of ``versions``
 
     def is_flexible(self, version: int) -> bool:
         return self.flexible is not None and version >= self.flexible
+
+    def is_served(self, version: int) -> bool:
+        lo, hi = self.served or self.versions
+        return lo <= version <= hi
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,19 @@
-"""Messages of the consumer-group APIs (server-side assignment): JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups."""
+"""Messages of the consumer-group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
+
+A member is one of two kinds (a group holds only one):
+
+- *server-assigned* (the native client): JoinGroup names ``topics`` and ``assignors``; the
+  broker computes the assignment and SyncGroup returns it as ``assignment``.
+- *client-assigned* (Kafka's classic protocol, reached through the Kafka listener): JoinGroup
+  carries ``protocols`` (name, opaque metadata bytes) in preference order; the leader's
+  JoinGroup response lists every member with its metadata for the chosen protocol, the leader's
+  SyncGroup carries every member's assignment bytes, and each SyncGroup response returns the
+  member's own bytes in ``assignment_bytes`` (``b""`` for a member the leader left out).
+
+Fields added after the first release sit at the end of their struct with a default, so frames
+of older peers (msgspec array-like structs: fewer elements) still decode.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +29,15 @@ from odradek.protocol.messages.base import (
 )
 
 
-# ---- Group membership (server-side assignment) ---------------------------------------------
+# ---- Group membership -------------------------------------------------------------------------
+class JoinGroupProtocol(_Item, kw_only=True):
+    """One protocol a client-assigned member supports (e.g. "range", "cooperative-sticky"),
+    with its metadata bytes (for "consumer": Kafka's ConsumerProtocol subscription)."""
+
+    name: Str
+    metadata: bytes
+
+
 class JoinGroupRequest(Request, tag=11, kw_only=True):
     group_id: Str
     session_timeout_ms: Int32 = 45_000
@@ -26,12 +48,18 @@ class JoinGroupRequest(Request, tag=11, kw_only=True):
     protocol_type: Str = "consumer"
     assignors: list[Str] = []  # preference order, e.g. ["range", "roundrobin"]; []: broker's
     topics: list[Str] = []  # the subscription
+    # Non-empty: a client-assigned member (``assignors`` and ``topics`` are then ignored).
+    protocols: list[JoinGroupProtocol] = []
+    # False (Kafka JoinGroup v0-v3): a new member is admitted at once, without the
+    # MEMBER_ID_REQUIRED round trip those clients do not make.
+    require_known_member_id: bool = True
 
 
 class JoinGroupMember(_Item, kw_only=True):
     member_id: Str
     group_instance_id: Str | None = None
     topics: list[Str] = []
+    metadata: bytes = b""  # client-assigned groups: the member's bytes for the chosen protocol
 
 
 class JoinGroupResponse(Response, tag=11, kw_only=True):
@@ -43,16 +71,29 @@ class JoinGroupResponse(Response, tag=11, kw_only=True):
     members: list[JoinGroupMember] = []  # filled for the leader only, as in Kafka
 
 
+class SyncGroupAssignment(_Item, kw_only=True):
+    """The leader's assignment for one member of a client-assigned group (opaque bytes)."""
+
+    member_id: Str
+    assignment: bytes
+
+
 class SyncGroupRequest(Request, tag=14, kw_only=True):
     group_id: Str
     generation_id: Int32
     member_id: Str
     group_instance_id: Str | None = None
+    # Kafka SyncGroup v5: checked against the group's (INCONSISTENT_GROUP_PROTOCOL); None: not.
+    protocol_type: Str | None = None
+    protocol_name: Str | None = None
+    assignments: list[SyncGroupAssignment] = []  # client-assigned groups: the leader's only
 
 
 class SyncGroupResponse(Response, tag=14, kw_only=True):
     protocol_name: Str | None = None
-    assignment: Assignment = {}
+    assignment: Assignment = {}  # server-assigned groups
+    protocol_type: Str | None = None
+    assignment_bytes: bytes = b""  # client-assigned groups: this member's bytes
 
 
 class HeartbeatRequest(Request, tag=12, kw_only=True):
@@ -174,6 +215,10 @@ class DescribedGroupMember(_Item, kw_only=True):
     client_host: Str = ""
     topics: list[Str] = []  # the subscription
     assignment: Assignment = {}
+    # Kafka's member_metadata / member_assignment (ConsumerProtocol bytes for "consumer"
+    # groups of either kind; the raw bytes of client-assigned groups), filled when Stable.
+    metadata: bytes = b""
+    assignment_bytes: bytes = b""
 
 
 class DescribedGroup(_Item, kw_only=True):

@@ -137,3 +137,53 @@ async def test_consumer_group_offsets_expire_only_once_empty(
     clock.now_ms += 1
     await api.expire_offsets(clock.now_ms)
     assert not api.store.committed("g") and "g" not in coordinator.groups
+
+
+@pytest.mark.anyio
+async def test_active_groups_keep_offsets_unless_stable_consumer_groups(
+    groups: tuple[GroupApi, Clock],
+) -> None:
+    """Kafka's rule: a Stable "connect" group (client-assigned, topics unknown) and a group in
+    the middle of a rebalance keep their offsets past retention."""
+    api, clock = groups
+    coordinator = api.coordinator
+    protocols = [m.JoinGroupProtocol(name="sessioned", metadata=b"opaque")]
+    join = m.JoinGroupRequest(
+        correlation_id=0,
+        group_id="g",
+        protocol_type="connect",
+        protocols=protocols,
+        require_known_member_id=False,
+    )
+    joined = coordinator.join(join, "", clock.now_ms).result
+    member_id, generation = joined.member_id, joined.generation_id
+    sync = m.SyncGroupRequest(
+        correlation_id=0,
+        group_id="g",
+        generation_id=generation,
+        member_id=member_id,
+        assignments=[m.SyncGroupAssignment(member_id=member_id, assignment=b"work")],
+    )
+    synced = coordinator.sync(sync, clock.now_ms)
+    await api._store_groups()
+    assert synced.result.assignment_bytes == b"work"
+    assert await commit(api, "g", 7, generation, member_id) == E.NONE
+    clock.now_ms += 2 * RETENTION_MS
+    beat = m.HeartbeatRequest(
+        correlation_id=0, group_id="g", generation_id=generation, member_id=member_id
+    )
+    coordinator.heartbeat(beat, clock.now_ms)
+    await api.expire_offsets(clock.now_ms)
+    assert api.store.committed("g")  # Stable, not "consumer": kept
+    coordinator.topics_changed(["t"], clock.now_ms)
+    rejoin = m.JoinGroupRequest(
+        correlation_id=0,
+        group_id="g",
+        member_id=member_id,
+        protocol_type="connect",
+        protocols=protocols,
+    )
+    coordinator.join(rejoin, "", clock.now_ms)  # the leader rejoins: a rebalance
+    assert coordinator.groups["g"].state != GroupState.STABLE
+    await api.expire_offsets(clock.now_ms)
+    assert api.store.committed("g")

@@ -30,6 +30,8 @@ def _strategy(t: mi.Type, name: str = "") -> st.SearchStrategy[Any]:
         return st.text(max_size=12)
     if isinstance(t, mi.BoolType):
         return st.booleans()
+    if isinstance(t, mi.BytesType):
+        return st.binary(max_size=12)
     if isinstance(t, mi.NoneType):
         return st.none()
     if isinstance(t, mi.UnionType):

@@ -208,9 +208,12 @@ def test_sigkill_never_loses_acknowledged_records(
         hostile.start()
         for producer in producers:
             producer.start()
-        # Kill once the producers are under way: after a first ack, then a random delay.
+        # Kill once the producers are well under way: after a random number of acknowledged
+        # records (enough, over the cycles, for segments to roll and the cleaner to run however
+        # slow a loaded machine makes the fsyncs), then a random delay.
+        wanted = rng.randint(400, 1200)
         deadline = time.monotonic() + 20
-        while not any(p.acked for p in producers) and time.monotonic() < deadline:
+        while sum(len(p.acked) for p in producers) < wanted and time.monotonic() < deadline:
             time.sleep(0.002)
         time.sleep(rng.uniform(0.0, 0.3))
         assert broker.kill() == -9

@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from odradek.protocol.kafka import (
+    APIS,
     KafkaMalformed,
     KafkaUnsupported,
     RecordsSlot,
@@ -17,6 +18,8 @@ from odradek.protocol.kafka import (
     encode_request,
     encode_response,
     encode_response_parts,
+    refused_produce_response,
+    served_version_ranges,
     unsupported_version_response,
 )
 from odradek.protocol.messages.base import MalformedMessage, UnsupportedVersion
@@ -115,12 +118,12 @@ def test_empty_or_null_fetch_records_are_zero_length_never_null(version: int, em
 
 
 def test_unsupported_version_keeps_key_and_correlation_id() -> None:
-    body = struct.pack(">hhih", PRODUCE, 2, 4242, -1) + b"\x00" * 20
+    body = struct.pack(">hhih", FETCH, 3, 4242, -1) + b"\x00" * 20
     with pytest.raises(KafkaUnsupported) as caught:
         decode_request(body)
     exc = caught.value
     assert isinstance(exc, UnsupportedVersion) and exc.known_api
-    assert (exc.api_key, exc.version, exc.correlation_id) == (PRODUCE, 2, 4242)
+    assert (exc.api_key, exc.version, exc.correlation_id) == (FETCH, 3, 4242)
 
 
 def test_unknown_api_key_is_unsupported_too() -> None:
@@ -158,3 +161,37 @@ def test_trailing_bytes_and_short_headers_are_malformed() -> None:
     with pytest.raises(KafkaMalformed):
         decode_request(body[:7])
     assert issubclass(KafkaMalformed, MalformedMessage)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_produce_v0_to_v2_decode_and_are_refused_in_their_own_layout(version: int) -> None:
+    """Produce v0-v2 are advertised (librdkafka < 2.11.1 compresses only if v0 is in the range)
+    and decoded, but not served: the answer is a response of the request's version, every
+    partition UNSUPPORTED_VERSION (35), that kafka-python's codec parses."""
+    kafka_produce = pytest.importorskip("kafka.protocol.producer")
+    records = b"legacy message set"
+    request = {
+        "acks": -1,
+        "timeout_ms": 1500,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 3, "records": records}]}],
+    }
+    body = encode_request(PRODUCE, version, 77, "rdkafka", request)
+    # no transactional_id: acks, timeout_ms, then topic_data right after the header
+    layout = struct.pack(">hii", -1, 1500, 1) + b"\x00\x01t" + struct.pack(">iii", 1, 3, 18)
+    assert body[8 + 2 + len("rdkafka") :] == layout + records
+    header, fields = decode_request(body)
+    assert (header.api_version, fields["acks"], fields["timeout_ms"]) == (version, -1, 1500)
+    [partition] = fields["topic_data"][0]["partition_data"]
+    assert (partition["index"], bytes(partition["records"])) == (3, records)
+    assert not APIS[PRODUCE].is_served(version) and APIS[PRODUCE].is_served(3)
+    assert (PRODUCE, 0, 9) in api_version_ranges() and (PRODUCE, 3, 9) in served_version_ranges()
+
+    answer = encode_response(PRODUCE, version, 77, refused_produce_response(fields))
+    assert struct.unpack_from(">i", answer)[0] == 77
+    theirs = kafka_produce.ProduceResponse.decode(answer[4:], version=version).to_dict(json=False)
+    [topic] = theirs["responses"]
+    [part] = topic["partition_responses"]
+    assert (topic["name"], part["index"], part["error_code"]) == ("t", 3, 35)
+    assert part["base_offset"] == -1
+    assert ("throttle_time_ms" in theirs) == (version >= 1)
+    assert ("log_append_time_ms" in part) == (version >= 2)
