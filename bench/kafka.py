@@ -62,7 +62,7 @@ from odradek.protocol import messages as m
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
-__all__ = ["TITLE", "Params", "run"]
+__all__ = ["CONFLUENT_CONSUME", "TITLE", "Params", "process_cpu_s", "run"]
 
 TITLE = "Kafka listener vs native protocol (same broker, same run), and unmodified Kafka clients"
 RESULTS = Path(__file__).resolve().parent / "results"
