@@ -42,6 +42,7 @@ BENCHMARKS = [
     "groups",
     "startup",
     "growth",
+    "kafka",
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -1,0 +1,383 @@
+"""The Kafka listener against the native protocol on the same broker, and unmodified clients.
+
+One ``odradek serve`` process (the shipped config; the Kafka protocol and the native one share
+its port). Three parts, each interleaved round by round (one untimed warm-up round, medians):
+
+1. **Produce, records/s.** The same pre-built 16 KiB batches of 100-byte records
+   (``bench.storage.build_batches``: 148 records each), one batch per request, acks=1, one
+   partition, ``window`` requests in flight on one raw socket, every partition error checked.
+   ``native``: ``tests.broker.wire.Wire`` with ``bench.fetch.produce_batches`` (the
+   baseline). ``Kafka Produce v7`` / ``v9``: requests built per send with
+   ``odradek.protocol.kafka.encode_request`` (v9 is the flexible encoding), responses read in
+   order with ``decode_response``, each correlation id checked. Both encoders cost ~3-5 µs
+   per 16 KiB request in this process (measured when writing this); the broker, not the
+   client, is what is timed. Each round writes into a fresh topic, deleted afterwards
+   (untimed), so the log does not grow from round to round.
+2. **Fetch serving, MB/s.** A partition filled with ``data_bytes`` (``bench.fetch
+   .fill_partition``), the broker restarted cleanly, then read back from offset 0 with
+   back-to-back Fetch requests of ``fetch_bytes`` (one in flight, ``max_wait_ms`` 0): the native
+   raw reader (``bench.fetch.read_partition``, the baseline), Kafka Fetch v11 and v12
+   (flexible) through the codec, each response received into one reused buffer and only its
+   batch headers parsed for the next offset; and loopback ``os.sendfile`` of the same files
+   (``bench.fetch``), the machine's ceiling.
+3. **Unmodified clients, 100-byte records, records/s.** Each workload a process of its own
+   (:mod:`bench.kafka_clients`; ``odradek perf produce|consume``; :mod:`bench.peer_clients`
+   for Redis): confluent-kafka, kafka-python 3 and aiokafka produce (acks=1, idempotence off,
+   linger 5 ms) into a fresh one-partition topic and consume it back (partition 0 assigned,
+   from the beginning); the baselines are ``odradek perf produce --acks 1`` / ``perf consume``
+   on the same kind of topic and Redis Streams (``XADD`` pipelined, ``XRANGE`` pages; AOF
+   off) as in ``bench.peers``. confluent-kafka consumes twice per round: with
+   ``fetch.queue.backoff.ms=1`` (the figure) and with librdkafka's defaults (its 1 s fetch
+   pause once 100,000 records are queued locally is a client timer, see ``CONFLUENT_CONSUME``).
+   A client library that is not installed, or a Redis that
+   cannot be, is reported ``n/a`` with the reason.
+
+``--set profile_broker=true`` runs the broker under cProfile (main thread only) and writes
+``bench/results/kafka-broker-<phase>.prof`` per broker lifetime (``produce`` covers the
+produce rounds and the fill, ``serve`` the fetch rounds and the clients).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
+from bench.fetch import Params as FetchParams
+from bench.fetch import _sendfile_loopback, fill_partition, produce_batches
+from bench.fetch import read_partition as native_read_partition
+from bench.kafka_wire import kafka_produce, kafka_read_partition
+from bench.peer_servers import RedisServer, ServerError, ensure_binary
+from bench.peers import _client as peer_client
+from bench.peers import _json_line
+from bench.storage import Params as StorageParams
+from bench.storage import build_batches
+from odradek.protocol import messages as m
+from tests.broker.wire import Wire
+from tests.broker_process import BrokerProcess
+
+__all__ = ["CONFLUENT_CONSUME", "TITLE", "Params", "process_cpu_s", "run"]
+
+TITLE = "Kafka listener vs native protocol (same broker, same run), and unmodified Kafka clients"
+RESULTS = Path(__file__).resolve().parent / "results"
+CLIENTS = ("confluent", "kafka-python", "aiokafka")
+_LIBRARY = {"confluent": "confluent_kafka", "kafka-python": "kafka", "aiokafka": "aiokafka"}
+# librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (default 1000) once its
+# local queue holds queued.min.messages (100,000): a timer that would stall a fast reader the
+# same way against Apache Kafka. The consume figure uses 1 ms; the defaults get a row too.
+CONFLUENT_CONSUME = ["--config", "fetch.queue.backoff.ms=1"]
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Params:
+    produce_requests: int = 16_384  # 16 KiB batches per produce run (256 MiB)
+    window: int = 32  # produce requests in flight
+    data_bytes: int = 1 << 30  # the partition read back by the fetch runs
+    fetch_bytes: int = 1 << 20  # max_bytes and partition_max_bytes of each Fetch
+    repeats: int = 5  # produce and fetch rounds (after one warm-up round)
+    num_records: int = 300_000  # per client workload
+    record_bytes: int = 100
+    client_repeats: int = 3
+    client_warmup: int = 1
+    redis_pipeline: int = 1000
+    redis_page: int = 10_000
+    install: bool = True  # apt-get install redis-server when it is missing
+    profile_broker: bool = False
+
+    @classmethod
+    def quick(cls) -> Params:
+        return cls(
+            produce_requests=2048,
+            data_bytes=128 << 20,
+            repeats=3,
+            num_records=50_000,
+            client_repeats=1,
+            client_warmup=0,
+        )
+
+
+def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
+    figures = Figures()
+    broker = BrokerProcess([scratch / "logs"], overrides=["log.segment.delete.delay.ms=0"])
+    _profiled(broker, params, "produce")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(broker)  # started here, stopped on the way out
+        _produce_part(params, broker, figures, say)
+        say(f"fetch: filling a partition with {format_size(params.data_bytes)}")
+        fill = FetchParams(data_bytes=params.data_bytes)
+        end_offset = fill_partition(broker.port, "fetch-bench", fill)  # type: ignore[arg-type]
+        broker.stop()
+        _profiled(broker, params, "serve")
+        broker.start()
+        _fetch_part(params, broker.port, scratch, end_offset, figures, say)  # type: ignore[arg-type]
+        _clients_part(params, broker, scratch, stack, figures, say)
+    return figures.items
+
+
+def _profiled(broker: BrokerProcess, params: Params, phase: str) -> None:
+    if params.profile_broker:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        profile = str(RESULTS / f"kafka-broker-{phase}.prof")
+        broker.program = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "odradek.cli.main"]
+
+
+# -- 1. produce --------------------------------------------------------------------------------
+
+
+def _produce_part(params: Params, broker: BrokerProcess, figures: Figures, say: Say) -> None:
+    batches, per_batch = build_batches(StorageParams())
+    count, state = params.produce_requests, {"round": 0}
+    port, pid = broker.port, broker.process.pid  # type: ignore[union-attr]
+    cpu_us: dict[str, list[float]] = {"native": [], "v7": [], "v9": []}
+    say(
+        f"produce: {count:,} x {len(batches[0]):,} B batches ({per_batch} records) per run, "
+        f"{params.window} in flight, {params.repeats} rounds + 1 warm-up"
+    )
+
+    def timed(name: str, produce: Callable[[str], None]) -> Callable[[], float]:
+        def go() -> float:
+            state["round"] += 1
+            topic = f"produce-{name}-{state['round']}"
+            with Wire(port) as wire:
+                wire.create_topic(topic, partitions=1)
+            cpu_s = process_cpu_s(pid)
+            with Stopwatch() as watch:
+                produce(topic)
+            cpu_us[name].append((process_cpu_s(pid) - cpu_s) / count * 1e6)
+            with Wire(port) as wire:
+                end = wire.list_offset(topic, 0, -1).offset
+                wire.call(m.DeleteTopicsRequest(correlation_id=0, topic_names=[topic]))
+            if end != count * per_batch:
+                raise RuntimeError(f"{topic}: log end offset {end}, expected {count * per_batch}")
+            return count * per_batch / watch.seconds
+
+        return go
+
+    def native(topic: str) -> None:
+        with Wire(port) as wire:
+            produce_batches(wire, topic, batches, count, params.window)
+
+    def kafka_v(version: int) -> Callable[[str], None]:
+        return lambda topic: kafka_produce(port, topic, batches, count, params.window, version)
+
+    samples = interleaved(
+        {
+            "native": timed("native", native),
+            "v7": timed("v7", kafka_v(7)),
+            "v9": timed("v9", kafka_v(9)),
+        },
+        params.repeats,
+        warmup=1,
+    )
+    note = f"{per_batch} x {StorageParams().value_bytes} B per 16 KiB batch, acks=1"
+    base = figures.add(
+        "native Produce, 16 KiB batches",
+        median(samples["native"]),
+        "records/s",
+        samples=samples["native"],
+        note=f"{note}, {params.window} in flight",
+        is_baseline=True,
+    ).name
+    for version, what in ((7, "non-flexible"), (9, "flexible")):
+        values = samples[f"v{version}"]
+        figures.add(f"Kafka Produce v{version}", median(values), "records/s",
+                    baseline=base, samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
+    # the warm-up round is the first sample of each: dropped, as interleaved() drops its value
+    base = figures.add("broker CPU per request, native Produce", median(cpu_us["native"][1:]),
+                       "µs", samples=cpu_us["native"][1:], is_baseline=True,
+                       note="utime + stime of the broker process / requests").name  # fmt: skip
+    for version in (7, 9):
+        values = cpu_us[f"v{version}"][1:]
+        figures.add(f"broker CPU per request, Kafka Produce v{version}", median(values), "µs",
+                    baseline=base, samples=values)  # fmt: skip
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, every thread) process ``pid`` has used (``/proc/<pid>/stat``;
+    clock-tick resolution, 10 ms)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- 2. fetch ----------------------------------------------------------------------------------
+
+
+def _fetch_part(
+    params: Params, port: int, scratch: Path, end_offset: int, figures: Figures, say: Say
+) -> None:
+    segments = sorted((scratch / "logs" / "fetch-bench-0").glob("*.log"))
+    total = sum(p.stat().st_size for p in segments)
+    size = params.fetch_bytes
+    say(f"fetch: {end_offset:,} records, {format_size(total)}, {format_size(size)} per Fetch")
+    timings = interleaved(
+        {
+            "sendfile": lambda: _sendfile_loopback(segments),
+            "native": lambda: native_read_partition(port, "fetch-bench", end_offset, size),
+            "v11": lambda: kafka_read_partition(port, "fetch-bench", end_offset, size, 11),
+            "v12": lambda: kafka_read_partition(port, "fetch-bench", end_offset, size, 12),
+        },
+        params.repeats,
+        warmup=1,
+    )
+    rates = {name: [mb_per_s(total, s) for s in runs] for name, runs in timings.items()}
+    ceiling = figures.add("loopback os.sendfile", median(rates["sendfile"]), "MB/s",
+                          samples=rates["sendfile"], note="the same .log files",
+                          is_baseline=True).name  # fmt: skip
+    one = f"{format_size(size)} per Fetch, one in flight"
+    native = figures.add("native Fetch, raw reader", median(rates["native"]), "MB/s",
+                         baseline=ceiling, samples=rates["native"], note=one).name  # fmt: skip
+    for version, what in ((11, "non-flexible"), (12, "flexible")):
+        values = rates[f"v{version}"]
+        figures.add(f"Kafka Fetch v{version}", median(values), "MB/s", baseline=native,
+                    samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
+
+
+# -- 3. unmodified clients ---------------------------------------------------------------------
+
+
+def _clients_part(
+    params: Params,
+    broker: BrokerProcess,
+    scratch: Path,
+    stack: contextlib.ExitStack,
+    figures: Figures,
+    say: Say,
+) -> None:
+    n, size = str(params.num_records), str(params.record_bytes)
+    state = {"round": 0}
+    skipped: dict[str, str] = {}
+
+    def topic(name: str) -> str:
+        return f"clients-{name}-{state['round']}"
+
+    def created(name: str) -> str:
+        with Wire(broker.port) as wire:  # type: ignore[arg-type]
+            wire.create_topic(topic(name), partitions=1)
+        return topic(name)
+
+    def odradek(action: str) -> float:
+        if action == "produce":
+            state["round"] += 1
+            args = ["--topic", created("odradek"), "--record-size", size, "--acks", "1"]
+        else:
+            args = ["--topic", topic("odradek")]
+        command = [sys.executable, "-m", "odradek.cli.main", "perf", action, "--json",
+                   "--bootstrap-server", broker.bootstrap, "--num-records", n, *args]  # fmt: skip
+        return _json_line(command, f"odradek perf {action}")["records_per_s"]
+
+    def client(name: str, action: str, *extra: str) -> Callable[[], float]:
+        def go() -> float:
+            name_ = created(name) if action == "produce" else topic(name)
+            command = [sys.executable, "-m", "bench.kafka_clients", f"{name}-{action}",
+                       "--bootstrap-server", broker.bootstrap, "--topic", name_,
+                       "--num-records", n, "--record-size", size, *extra]  # fmt: skip
+            return _json_line(command, f"{name} {action}")["records_per_s"]
+
+        return go
+
+    runs: dict[str, Callable[[], float]] = {
+        "odradek produce": lambda: odradek("produce"),
+        "odradek consume": lambda: odradek("consume"),
+    }
+    for name in CLIENTS:
+        if importlib.util.find_spec(_LIBRARY[name]) is None:
+            skipped[name] = f"{_LIBRARY[name]} is not installed (pip install {name})"
+            continue
+        runs[f"{name} produce"] = client(name, "produce")
+        if name == "confluent":
+            runs["confluent consume"] = client(name, "consume", *CONFLUENT_CONSUME)
+            runs["confluent-defaults consume"] = client(name, "consume")
+        else:
+            runs[f"{name} consume"] = client(name, "consume")
+    redis_port = _start_redis(params, scratch, stack, skipped, say)
+    if redis_port:
+        port = str(redis_port)
+
+        def redis(action: str) -> float:
+            key = f"redis-{state['round']}"
+            extra = ["--record-size", size, "--pipeline", str(params.redis_pipeline)]
+            if action == "consume":
+                extra = ["--page", str(params.redis_page), "--cleanup"]
+            return peer_client(f"redis-{action}", "--port", port, "--num-records", n,
+                               "--key", key, *extra)  # fmt: skip
+
+        runs["redis produce"] = lambda: redis("produce")
+        runs["redis consume"] = lambda: redis("consume")
+    say(
+        f"clients: {len(runs)} workloads x {params.client_repeats} round(s) "
+        f"(+{params.client_warmup} warm-up), {params.num_records:,} records of {size} B"
+    )
+    samples = interleaved(runs, params.client_repeats, warmup=params.client_warmup)
+    _client_figures(params, samples, skipped, figures)
+
+
+def _start_redis(
+    params: Params, scratch: Path, stack: contextlib.ExitStack, skipped: dict[str, str], say: Say
+) -> int | None:
+    if importlib.util.find_spec("redis") is None:
+        skipped["redis"] = "redis-py not installed (pip install 'redis[hiredis]')"
+        return None
+    binary, why = ensure_binary("redis-server", "redis-server", say) if params.install else (
+        None, "install=false")  # fmt: skip
+    if binary is None:
+        skipped["redis"] = why
+        return None
+    try:
+        server = stack.enter_context(RedisServer(binary, scratch / "redis", appendfsync=None))
+    except (ServerError, OSError) as exc:
+        skipped["redis"] = str(exc)[:200]
+        return None
+    return server.port
+
+
+def _client_figures(
+    params: Params, samples: dict[str, list[float]], skipped: dict[str, str], figures: Figures
+) -> None:
+    records = f"{params.num_records:,} x {params.record_bytes} B, one partition"
+    labels = {
+        "confluent": "confluent-kafka",
+        "confluent-defaults": "confluent-kafka (librdkafka defaults)",
+        "kafka-python": "kafka-python",
+        "aiokafka": "aiokafka",
+        "confluent consume": "fetch.queue.backoff.ms=1",
+        "confluent-defaults consume": "fetch.queue.backoff.ms=1000 (default)",
+    }
+    for action, verb in (("produce", "produce"), ("consume", "consume")):
+        values = samples[f"odradek {action}"]
+        odradek = figures.add(f"odradek perf {verb}", median(values), "records/s",
+                              samples=values, is_baseline=True,
+                              note=records if action == "produce" else "")  # fmt: skip
+        redis_values = samples.get(f"redis {action}", [])
+        what = "XADD, pipeline" if action == "produce" else "XRANGE, pages of"
+        count = params.redis_pipeline if action == "produce" else params.redis_page
+        redis = figures.add(
+            f"Redis Streams {verb}",
+            median(redis_values) if redis_values else math.nan,
+            "records/s",
+            samples=redis_values,
+            is_baseline=True,
+            note=f"skipped: {skipped['redis']}" if "redis" in skipped else f"{what} {count:,}",
+        ).name
+        figures.add(f"odradek perf {verb} ÷ Redis", median(values), "records/s",
+                    baseline=redis, samples=values)  # fmt: skip
+        names = [*CLIENTS, "confluent-defaults"] if action == "consume" else CLIENTS
+        for name in names:
+            label = labels[name]
+            values = samples.get(f"{name} {action}", [])
+            value = median(values) if values else math.nan
+            note = labels.get(f"{name} {action}", "")
+            if name.removesuffix("-defaults") in skipped:
+                note = f"skipped: {skipped[name.removesuffix('-defaults')]}"
+            figures.add(f"{label} {verb} ÷ odradek", value, "records/s",
+                        baseline=odradek.name, samples=values, note=note)  # fmt: skip
+            figures.add(f"{label} {verb} ÷ Redis", value, "records/s",
+                        baseline=redis, samples=values)  # fmt: skip
