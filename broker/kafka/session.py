@@ -57,7 +57,7 @@ class KafkaSession:
             answer = kafka.unsupported_version_response(
                 exc.api_key, exc.correlation_id, self.routes.advertised
             )
-            await self._answer_in_order(_ready(answer), header=None)
+            await self._answer_in_order(_ready(answer), None, waits=False)
             return
         route = self.routes.by_key.get(header.api_key)
         if route is None:  # decodable, but not served by this broker (no coordinator)
@@ -65,25 +65,35 @@ class KafkaSession:
         if header.api_key == PRODUCE_KEY:
             # appends now, in arrival order; the awaitable waits for the fsync (acks=all)
             work = await route.handler(header, fields)
-            if fields["acks"] == 0:
+            acks = fields["acks"]
+            if acks == 0:
                 await self._check_acks0(work)  # resolves at once: nothing to wait for
                 return
+            await self._answer_in_order(work, header, waits=acks == -1)
         else:
-            work = route.handler(header, fields)
-        await self._answer_in_order(work, header, waits=route.waits)
+            await self._answer_in_order(route.handler(header, fields), header, waits=route.waits)
 
     async def _answer_in_order(
-        self, work: Awaitable[Any], header: RequestHeader | None, *, waits: bool = False
+        self, work: Awaitable[Any], header: RequestHeader | None, *, waits: bool
     ) -> None:
-        previous, sent = self._previous_sent, anyio.Event()
-        self._previous_sent = sent
+        """Rule 1. Nothing unanswered before it and no wait ahead: answer now, in the reader
+        (no event, no task: the common case costs nothing). Otherwise a task answers once
+        the previous answer is out, and the reader goes on."""
+        previous = self._previous_sent
         if waits or (previous is not None and not previous.is_set()):
+            sent = self._previous_sent = anyio.Event()
             await self.conn.reserve()
-            self.conn.start_reserved(self._answer, work, header, previous, sent)
-        else:
-            await self._answer(work, header, previous, sent)
+            self.conn.start_reserved(self._answer_later, work, header, previous, sent)
+            return
+        self._previous_sent = None  # everything before it is out: the chain starts again
+        try:
+            answer = await work
+        except Exception:
+            self._failed(header)
+            return
+        await self._send(answer, header)
 
-    async def _answer(
+    async def _answer_later(
         self,
         work: Awaitable[Any],
         header: RequestHeader | None,
@@ -94,15 +104,19 @@ class KafkaSession:
             try:
                 answer = await work
             except Exception:
-                name = kafka.APIS[header.api_key].name if header else "ApiVersions"
-                self.conn.log.exception("request failed", api=name)
-                self.conn.close(f"internal error serving {name}")
+                self._failed(header)
                 return
-            if previous is not None:
+            if previous is not None and not previous.is_set():
                 await previous.wait()
             await self._send(answer, header)
         finally:
             sent.set()
+
+    def _failed(self, header: RequestHeader | None) -> None:
+        """Rule 4: a handler failed unexpectedly (called from its ``except`` block)."""
+        name = kafka.APIS[header.api_key].name if header else "ApiVersions"
+        self.conn.log.exception("request failed", api=name)
+        self.conn.close(f"internal error serving {name}")
 
     async def _check_acks0(self, work: Awaitable[Any]) -> None:
         fields = await work
@@ -120,11 +134,15 @@ class KafkaSession:
             await self.conn.send([frame_prefix(len(answer)), answer])
             return
         assert header is not None
-        reply = answer if isinstance(answer, KafkaReply) else None
-        fields = reply.fields if reply is not None else answer
+        if not isinstance(answer, KafkaReply):  # fields only: one body, no file regions
+            (body,) = kafka.encode_response_parts(
+                header.api_key, header.api_version, header.correlation_id, answer
+            )
+            await self.conn.send([frame_prefix(len(body)), body])  # type: ignore[arg-type]
+            return
         try:
             parts = kafka.encode_response_parts(
-                header.api_key, header.api_version, header.correlation_id, fields
+                header.api_key, header.api_version, header.correlation_id, answer.fields
             )
             size = 0
             out: list[Any] = [b""]
@@ -138,8 +156,7 @@ class KafkaSession:
             out[0] = frame_prefix(size)
             await self.conn.send(out)
         finally:
-            if reply is not None:
-                reply.release()
+            answer.release()
 
 
 async def _ready(value: Any) -> Any:

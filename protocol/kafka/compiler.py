@@ -276,6 +276,8 @@ def struct_codec(fields: tuple[F, ...], version: int, flexible: bool) -> StructC
         else:
             flush()
             dec_lines.append(f"    a{i}, pos = d{i}(buf, pos)")
+        if not f.is_nullable(version):  # Kafka's parser refuses a null where none may be
+            dec_lines.append(f"    if a{i} is None: raise M('{f.name} is null')")
         enc_lines.append(f"        e{i}(out, get({f.name!r}, D{i}))")
     flush()
     dec_lines.append(f"    v = {{{', '.join(result)}}}")

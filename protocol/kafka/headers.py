@@ -15,7 +15,7 @@ can be recovered even from a request this side cannot parse further.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.protocol.kafka import primitives as p
 from odradek.protocol.kafka.primitives import KafkaMalformed
@@ -35,8 +35,7 @@ _FIXED = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):  # a tuple: built per request, ~4x cheaper than a dataclass
     api_key: int
     api_version: int
     correlation_id: int
