@@ -33,6 +33,7 @@ from odradek.storage.errors import StorageError
 __all__ = ["NO_TRANSACTIONS", "KafkaReply", "RecordApis", "epoch_error"]
 
 LEADER_EPOCH = 0  # the only leader epoch of a single node
+NO_LEADER_EPOCH = -1  # a request that names none: nothing to check
 _EMPTY = memoryview(b"")
 NO_TRANSACTIONS = "transactions are not supported by odradek"
 
@@ -52,7 +53,7 @@ class KafkaReply:
 
 def epoch_error(current_leader_epoch: int) -> ErrorCode:
     """Kafka's leader-epoch check of a request against this node's epoch (module docstring)."""
-    if current_leader_epoch < 0 or current_leader_epoch == LEADER_EPOCH:
+    if current_leader_epoch in (NO_LEADER_EPOCH, LEADER_EPOCH):
         return ErrorCode.NONE
     if current_leader_epoch > LEADER_EPOCH:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
@@ -108,23 +109,17 @@ class RecordApis:
             return _fetch_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id)
         if session_epoch not in (0, -1):
             return _fetch_error(ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
-        topics, refused = [], []
-        for topic in req["topics"]:
-            parts = []
-            for p in topic["partitions"]:
-                code = epoch_error(p.get("current_leader_epoch", -1))
-                if code:
-                    refused.append((topic["topic"], p["partition"], code))
-                    continue
-                parts.append(
-                    m.FetchPartition(
-                        partition_index=p["partition"],
-                        fetch_offset=p["fetch_offset"],
-                        partition_max_bytes=max(p["partition_max_bytes"], 0),
-                    )
-                )
-            if parts:
-                topics.append(m.FetchTopic(name=topic["topic"], partitions=parts))
+        checked, refused = _check_epochs(
+            req["topics"],
+            "topic",
+            "partition",
+            lambda p: m.FetchPartition(
+                partition_index=p["partition"],
+                fetch_offset=p["fetch_offset"],
+                partition_max_bytes=max(p["partition_max_bytes"], 0),
+            ),
+        )
+        topics = [m.FetchTopic(name=name, partitions=parts) for name, parts in checked if parts]
         native = m.FetchRequest(
             correlation_id=header.correlation_id,
             max_wait_ms=max(req["max_wait_ms"], 0),
@@ -165,20 +160,15 @@ class RecordApis:
     # -- ListOffsets / DeleteRecords -------------------------------------------------------
 
     async def list_offsets(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        topics, refused = [], []
-        for topic in req["topics"]:
-            parts = []
-            for p in topic["partitions"]:
-                code = epoch_error(p.get("current_leader_epoch", -1))
-                if code:
-                    refused.append((topic["name"], p["partition_index"], code))
-                    continue
-                parts.append(
-                    m.ListOffsetsPartition(
-                        partition_index=p["partition_index"], timestamp=p["timestamp"]
-                    )
-                )
-            topics.append(m.ListOffsetsTopic(name=topic["name"], partitions=parts))
+        checked, refused = _check_epochs(
+            req["topics"],
+            "name",
+            "partition_index",
+            lambda p: m.ListOffsetsPartition(
+                partition_index=p["partition_index"], timestamp=p["timestamp"]
+            ),
+        )
+        topics = [m.ListOffsetsTopic(name=name, partitions=ps) for name, ps in checked if ps]
         native = await self.data.list_offsets(
             m.ListOffsetsRequest(correlation_id=header.correlation_id, topics=topics)
         )
@@ -254,6 +244,27 @@ class RecordApis:
             self.log.warning("cannot allocate a producer id", error=str(exc))
             return _producer_id(ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1)
         return _producer_id(ErrorCode.NONE, producer_id, 0)
+
+
+def _check_epochs(
+    topics: list[dict[str, Any]],
+    name_key: str,
+    index_key: str,
+    native: Callable[[dict[str, Any]], Any],
+) -> tuple[list[tuple[str, list[Any]]], list[tuple[str, int, ErrorCode]]]:
+    """Split a request's partitions by the leader-epoch check (module docstring): per topic
+    the native items of those that pass, and ``(topic, partition, error)`` of those that fail."""
+    checked, refused = [], []
+    for topic in topics:
+        parts = []
+        for p in topic["partitions"]:
+            code = epoch_error(p.get("current_leader_epoch", -1))
+            if code:
+                refused.append((topic[name_key], p[index_key], code))
+            else:
+                parts.append(native(p))
+        checked.append((topic[name_key], parts))
+    return checked, refused
 
 
 async def _ready(value: Any) -> Any:
