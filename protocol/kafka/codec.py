@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.protocol import native
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, headers
 from odradek.protocol.kafka.compiler import StructCodec, struct_codec
@@ -47,6 +48,11 @@ def _collect(*modules: Any) -> dict[int, Api]:
 
 
 APIS: Mapping[int, Api] = _collect(apis_data, apis_groups, apis_admin)
+
+# The compiled ProduceRequest v3-v9 decoder (protocol/_kafka_produce.c), or None: it returns what
+# the generated decoder returns, or raises KafkaMalformed where it does (same inputs).
+_produce = native.load("odradek.protocol._kafka_produce")
+_NATIVE_PRODUCE_VERSIONS = range(3, 10)
 
 
 class KafkaUnsupported(UnsupportedVersion):
@@ -122,6 +128,7 @@ class _Plan:
     codec: StructCodec
     flexible: bool  # the body's encoding, and the request header's version
     header_flexible: bool  # the response header's version (ApiVersions: always v0)
+    native_produce: bool = False  # a ProduceRequest body the compiled decoder takes
 
 
 _PLANS: dict[tuple[int, int, bool], _Plan] = {}
@@ -134,12 +141,23 @@ def _plan(api_key: int, version: int, request: bool, correlation_id: int = 0) ->
         flexible = api.is_flexible(version)
         codec = struct_codec(api.request if request else api.response, version, flexible)
         header_flexible = flexible and api_key != API_VERSIONS_KEY
-        plan = _PLANS[(api_key, version, request)] = _Plan(api, codec, flexible, header_flexible)
+        native_produce = (
+            _produce is not None
+            and request
+            and api_key == apis_data.PRODUCE.key
+            and version in _NATIVE_PRODUCE_VERSIONS
+        )
+        plan = _PLANS[(api_key, version, request)] = _Plan(
+            api, codec, flexible, header_flexible, native_produce
+        )
     return plan
 
 
 def _decode_body(plan: _Plan, buf: memoryview, pos: int) -> dict[str, Any]:
-    value, end = plan.codec.decode(buf, pos)
+    if plan.native_produce:
+        value, end = _produce.decode_produce(buf, pos, plan.flexible)  # type: ignore[union-attr]
+    else:
+        value, end = plan.codec.decode(buf, pos)
     if end != len(buf):
         raise KafkaMalformed(f"{len(buf) - end} trailing bytes after {plan.api.name}")
     return value
