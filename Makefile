@@ -21,13 +21,14 @@ run: $(STAMP)
 	$(VENV)/bin/odradek serve --config config/server.properties
 
 # The second pytest run puts the compiled helpers' callers on their pure-Python paths
-# (protocol/native.py): the client, and the broker's record validation.
+# (protocol/native.py): the client, the broker's record validation and Produce decoding.
 test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py \
-		tests/protocol/test_validate.py tests/protocol/test_validate_native.py
+		tests/protocol/test_validate.py tests/protocol/test_validate_native.py \
+		tests/protocol/kafka/test_produce_native.py
 
 # The sdist and the wheel (built from the sdist), checked as a package index checks them.
 dist: $(STAMP)

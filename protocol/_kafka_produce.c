@@ -198,8 +198,7 @@ read_count(Reader *r, Py_ssize_t min_item, const char *what, Py_ssize_t *out)
             return malformed("negative array count");
         count = raw;
     }
-    if (count > r->n - r->pos)
-        return malformed("array count exceeds the bytes left");
+    /* the twin's rule, count <= bytes left, is implied by the min_item one below */
     if (count < 0) {
         PyErr_Format(kafka_malformed, "%s is null", what);
         return -1;
