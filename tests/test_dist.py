@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 # the compiled helpers (protocol/native.py), as wheel paths without the platform suffix
 CLIENT_COMPILED = ["odradek/client/_record_buffer", "odradek/client/_record_decoder"]
-PROTOCOL_COMPILED = "odradek/protocol/_validate"
+PROTOCOL_COMPILED = ["odradek/protocol/_kafka_produce", "odradek/protocol/_validate"]
 
 BARE_NAMES = ["protocol", "storage", "broker", "client", "cli", "pipelines", "pyspark_odradek"]
 
@@ -113,7 +113,7 @@ def test_the_wheel_holds_odradek_alone(dist: Dist) -> None:
         assert f"odradek/{layer}/__init__.py" in names, layer
     compiled = sorted(n for n in names if n.endswith(".so"))
     modules = [n.split(".")[0] for n in compiled]
-    assert modules == [*CLIENT_COMPILED, PROTOCOL_COMPILED], compiled
+    assert modules == [*CLIENT_COMPILED, *PROTOCOL_COMPILED], compiled
     # nothing from the checkout's side: tests, benchmarks, C sources
     assert not [n for n in names if n.startswith(("tests/", "bench/")) or n.endswith(".c")]
 
@@ -153,6 +153,7 @@ def test_the_sdist_carries_the_sources_and_the_tests(dist: Dist) -> None:
         "odradek/client/_record_buffer.c",
         "odradek/client/_record_decoder.c",
         "protocol/_validate.c",
+        "protocol/_kafka_produce.c",
         "protocol/records.py",
         "storage/log.py",
         "broker/server.py",
@@ -176,6 +177,7 @@ def test_only_the_odradek_namespace_is_importable(installed: Installed) -> None:
         from odradek.protocol import native as protocol_native, validate
         bare = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]
         compiled = [native.load(n) for n in ("_record_buffer", "_record_decoder")]
+        compiled.append(protocol_native.load("odradek.protocol._kafka_produce"))
         compiled.append(protocol_native.load("odradek.protocol._validate"))
         assert validate._walk is compiled[-1].walk_records
         print(json.dumps({
