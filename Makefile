@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
 	@command -v java >/dev/null 2>&1 || { \
 		echo "Java 17 (for PySpark) is missing: installing Debian's openjdk-17-jre-headless"; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless; }
+	@command -v kcat >/dev/null 2>&1 || { \
+		echo "kcat (a Kafka client the compatibility tests run) is missing: installing Debian's kcat"; \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends kcat; } \
+		|| echo "could not install kcat: tests/broker/kafka/test_kcat.py will be skipped"; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
