@@ -16,6 +16,7 @@ plain data (:func:`plain`) with what only Kafka's protocol has added. Settled he
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -251,8 +252,20 @@ class AdminApis:
                 for p in parts:
                     p["partition_size"] = p["size_bytes"]
                 topic["partitions"] = parts
-            result["total_bytes"] = result["usable_bytes"] = -1
+            result["total_bytes"], result["usable_bytes"] = _volume_bytes(result)
         return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+
+
+def _volume_bytes(result: dict[str, Any]) -> tuple[int, int]:
+    """(total, usable) bytes of the volume holding an online log dir, as Kafka's
+    ``FileStore.getTotalSpace`` / ``getUsableSpace``; -1 for an offline one (v4+)."""
+    if result["error_code"]:
+        return -1, -1
+    try:
+        usage = os.statvfs(result["log_dir"])
+    except OSError:
+        return -1, -1
+    return usage.f_blocks * usage.f_frsize, usage.f_bavail * usage.f_frsize
 
 
 def _refusal(name: str, why: str) -> dict[str, Any]:

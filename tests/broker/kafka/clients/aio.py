@@ -17,6 +17,7 @@ class AioClient(KafkaClient):
     codecs = ("gzip", "snappy", "lz4", "zstd")
     incremental_alter = False
     describe_auto_creates = True
+    deletes_groups = False
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(bootstrap)
@@ -104,6 +105,20 @@ class AioClient(KafkaClient):
 
         tp = TopicPartition(topic, partition)
         return self.run(self.admin.delete_records({tp: RecordsToDelete(before)}))[tp]
+
+    def list_groups(self) -> dict[str, str]:
+        listed = {group for group, _protocol_type in self.run(self.admin.list_consumer_groups())}
+        return {group: self.describe_group(group)[0] for group in listed}  # the list has no state
+
+    def describe_group(self, group: str) -> tuple[str, int]:
+        (response,) = self.run(self.admin.describe_consumer_groups([group]))
+        ((code, _group, state, _ptype, _protocol, members),) = response.groups
+        self._check(code)
+        return state, len(members)
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        found = self.run(self.admin.list_consumer_group_offsets(group))
+        return {(tp.topic, tp.partition): om.offset for tp, om in found.items()}
 
     def produce(
         self,

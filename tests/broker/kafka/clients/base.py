@@ -40,6 +40,7 @@ class KafkaClient:
     # describe_topics sends Metadata allowing auto-creation (aiokafka)
     describe_auto_creates = False
     null_header_values = True  # kafka-python refuses a header whose value is None
+    deletes_groups = True  # the client has DeleteGroups (aiokafka has not)
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -77,6 +78,23 @@ class KafkaClient:
 
     def delete_records(self, topic: str, partition: int, before: int) -> int:
         """Delete records below ``before``; returns the new low watermark."""
+        raise NotImplementedError
+
+    # groups
+    def list_groups(self) -> dict[str, str]:
+        """``{group: state}`` (``Empty``, ``Stable``, ...) of every group the broker knows."""
+        raise NotImplementedError
+
+    def describe_group(self, group: str) -> tuple[str, int]:
+        """(state, member count) of one group."""
+        raise NotImplementedError
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets, ``{(topic, partition): offset}``."""
+        raise NotImplementedError
+
+    def delete_groups(self, groups: list[str]) -> dict[str, int]:
+        """Delete ``groups``; the Kafka error code per group (0 when deleted)."""
         raise NotImplementedError
 
     # records

@@ -89,6 +89,36 @@ class ConfluentClient(KafkaClient):
         result = self._one(self.admin.delete_records([TopicPartition(topic, partition, before)]))
         return result.low_watermark
 
+    def list_groups(self) -> dict[str, str]:
+        with self._errors():
+            found = self.admin.list_consumer_groups().result(timeout=15)
+        assert not found.errors, found.errors
+        return {g.group_id: _state(g.state) for g in found.valid}
+
+    def describe_group(self, group: str) -> tuple[str, int]:
+        described = self._one(self.admin.describe_consumer_groups([group]))
+        return _state(described.state), len(described.members)
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        found = self._one(
+            self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        )
+        return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions}
+
+    def delete_groups(self, groups: list[str]) -> dict[str, int]:
+        from confluent_kafka import KafkaException
+
+        codes = {}
+        for group, future in self.admin.delete_consumer_groups(groups).items():
+            try:
+                future.result(timeout=15)
+                codes[group] = 0
+            except KafkaException as exc:
+                codes[group] = exc.args[0].code()
+        return codes
+
     def produce(
         self,
         topic: str,
@@ -209,3 +239,11 @@ class ConfluentClient(KafkaClient):
             return None if found.offset < 0 else found.offset
         finally:
             consumer.close()
+
+
+def _state(state: Any) -> str:
+    """librdkafka's ``ConsumerGroupState.PREPARING_REBALANCING`` as Kafka names it."""
+    return {
+        "PREPARING_REBALANCING": "PreparingRebalance",
+        "COMPLETING_REBALANCING": "CompletingRebalance",
+    }.get(state.name, state.name.title())

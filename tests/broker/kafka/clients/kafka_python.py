@@ -115,6 +115,31 @@ class KafkaPythonClient(KafkaClient):
                 raise for_code(found["error_code"])()
         return found["low_watermark"]
 
+    def list_groups(self) -> dict[str, str]:
+        with self._errors():
+            return {g["group_id"]: g["group_state"] for g in self.admin.list_groups()}
+
+    def describe_group(self, group: str) -> tuple[str, int]:
+        with self._errors():
+            described = self.admin.describe_groups([group])[group]
+        return described["group_state"], len(described["members"])
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        with self._errors():
+            found = self.admin.list_group_offsets({group: None})[group]
+        return {(tp.topic, tp.partition): om.offset for tp, om in found.items()}
+
+    def delete_groups(self, groups: list[str]) -> dict[str, int]:
+        import kafka.errors
+
+        with self._errors():
+            answers = self.admin.delete_groups(groups)
+        # each answer is "OK" or the name of the error's class in kafka.errors
+        return {
+            group: 0 if outcome == "OK" else getattr(kafka.errors, outcome).errno
+            for group, outcome in answers.items()
+        }
+
     def produce(
         self,
         topic: str,
