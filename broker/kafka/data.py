@@ -68,19 +68,17 @@ class RecordApis:
 
     # -- Produce ---------------------------------------------------------------------------
 
-    async def produce(self, header: RequestHeader, req: dict[str, Any]) -> Awaitable[dict]:
+    async def produce(
+        self, header: RequestHeader, req: dict[str, Any]
+    ) -> Awaitable[m.ProduceResponse]:
         """Append now (the session calls this in arrival order); the awaitable gives the
-        response fields once the appends are durable as ``acks`` asks."""
+        answer (encoded by :func:`odradek.protocol.kafka.encode_produce_response`) once the
+        appends are durable as ``acks`` asks."""
         if not kafka.APIS[header.api_key].is_served(header.api_version):  # v0-2
-            return _ready(kafka.refused_produce_response(req))
+            return _ready(_refused(req, ErrorCode.UNSUPPORTED_VERSION))
         if req["transactional_id"] is not None:
             self.log.info("transactional produce refused", transactional_id=req["transactional_id"])
-            refused = kafka.refused_produce_response(req)
-            for topic in refused["responses"]:
-                for part in topic["partition_responses"]:
-                    part["error_code"] = ErrorCode.INVALID_REQUEST
-                    part["error_message"] = NO_TRANSACTIONS
-            return _ready(refused)
+            return _ready(_refused(req, ErrorCode.INVALID_REQUEST, NO_TRANSACTIONS))
         sections: list[Section] = []
         for topic in req["topic_data"]:
             name = topic["name"]
@@ -99,7 +97,7 @@ class RecordApis:
         native = m.ProduceRequest(
             correlation_id=header.correlation_id, acks=req["acks"], timeout_ms=req["timeout_ms"]
         )
-        return _produce_fields(await self.data.produce_sections(native, sections))
+        return await self.data.produce_sections(native, sections)
 
     # -- Fetch -----------------------------------------------------------------------------
 
@@ -280,29 +278,23 @@ def _producer_id(code: ErrorCode, producer_id: int, epoch: int) -> dict:
     }
 
 
-async def _produce_fields(work: Awaitable[m.ProduceResponse]) -> dict:
-    native = await work
-    return {
-        "throttle_time_ms": 0,
-        "responses": [
-            {
-                "name": topic.name,
-                "partition_responses": [
-                    {
-                        "index": p.partition_index,
-                        "error_code": p.error_code,
-                        "base_offset": p.base_offset,
-                        "log_append_time_ms": p.log_append_time_ms,
-                        "log_start_offset": p.log_start_offset,
-                        "record_errors": [],
-                        "error_message": p.error_message,
-                    }
-                    for p in topic.partitions
+def _refused(req: dict[str, Any], code: ErrorCode, message: str | None = None) -> m.ProduceResponse:
+    """Every partition of a Produce request answered ``code`` with ``base_offset`` -1."""
+    return m.ProduceResponse(
+        correlation_id=0,  # the Kafka header carries the request's
+        topics=[
+            m.ProduceTopicResponse(
+                name=topic["name"],
+                partitions=[
+                    m.ProducePartitionResponse(
+                        partition_index=part["index"], error_code=code, error_message=message
+                    )
+                    for part in topic["partition_data"]
                 ],
-            }
-            for topic in native.topics
+            )
+            for topic in req["topic_data"]
         ],
-    }
+    )
 
 
 def _fetch_partition_error(partition: int, code: ErrorCode) -> dict:

@@ -29,6 +29,7 @@ import anyio
 
 from odradek.broker.kafka.adapters import KafkaReply, build_routes
 from odradek.protocol import kafka
+from odradek.protocol import messages as m
 from odradek.protocol.frames import frame_prefix
 from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
 
@@ -118,19 +119,24 @@ class KafkaSession:
         self.conn.log.exception("request failed", api=name)
         self.conn.close(f"internal error serving {name}")
 
-    async def _check_acks0(self, work: Awaitable[Any]) -> None:
-        fields = await work
+    async def _check_acks0(self, work: Awaitable[m.ProduceResponse]) -> None:
+        answer = await work
         failed = [
-            (topic["name"], part["index"], part["error_code"])
-            for topic in fields["responses"]
-            for part in topic["partition_responses"]
-            if part["error_code"]
+            (topic.name, part.partition_index, part.error_code)
+            for topic in answer.topics
+            for part in topic.partitions
+            if part.error_code
         ]
         if failed:  # rule 2: the client reads no response, so it learns from the close
             self.conn.close(f"acks=0 produce failed for {len(failed)} partitions: {failed[:3]}")
 
     async def _send(self, answer: Any, header: RequestHeader | None) -> None:
-        if isinstance(answer, bytes):  # already a body (the UNSUPPORTED_VERSION reply)
+        if isinstance(answer, m.ProduceResponse):  # the data path's answer, written directly
+            assert header is not None
+            answer = kafka.encode_produce_response(
+                header.api_version, header.correlation_id, answer
+            )
+        if isinstance(answer, bytes):  # a body (also the UNSUPPORTED_VERSION reply)
             await self.conn.send([frame_prefix(len(answer)), answer])
             return
         assert header is not None

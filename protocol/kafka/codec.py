@@ -36,7 +36,6 @@ __all__ = [
     "encode_request",
     "encode_response",
     "encode_response_parts",
-    "refused_produce_response",
     "served_version_ranges",
     "unsupported_version_response",
 ]
@@ -74,28 +73,8 @@ def api_version_ranges() -> list[tuple[int, int, int]]:
 def served_version_ranges() -> list[tuple[int, int, int]]:
     """``(api_key, min_version, max_version)`` the broker serves; a request outside it but inside
     :func:`api_version_ranges` (Produce v0-v2) decodes, and is refused with UNSUPPORTED_VERSION
-    in a response of its own version (:func:`refused_produce_response`)."""
+    per partition in a response of its own version (the broker's Produce adapter)."""
     return [(key, *(api.served or api.versions)) for key, api in APIS.items()]
-
-
-def refused_produce_response(request: Mapping[str, Any]) -> dict[str, Any]:
-    """ProduceResponse fields answering every partition of a decoded ProduceRequest with
-    UNSUPPORTED_VERSION (35) and ``base_offset`` -1: how a refused version (v0-v2) is answered
-    in a layout the client parses. Encode it with the request's version."""
-    error = int(ErrorCode.UNSUPPORTED_VERSION)
-    return {
-        "responses": [
-            {
-                "name": topic["name"],
-                "partition_responses": [
-                    {"index": part["index"], "error_code": error, "base_offset": -1}
-                    for part in topic["partition_data"]
-                ],
-            }
-            for topic in request["topic_data"]
-        ],
-        "throttle_time_ms": 0,
-    }
 
 
 def _api(api_key: int, version: int, correlation_id: int = 0) -> Api:

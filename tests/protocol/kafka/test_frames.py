@@ -7,6 +7,7 @@ import struct
 
 import pytest
 
+from odradek.protocol import messages as m
 from odradek.protocol.kafka import (
     APIS,
     KafkaMalformed,
@@ -15,10 +16,10 @@ from odradek.protocol.kafka import (
     api_version_ranges,
     decode_request,
     decode_response,
+    encode_produce_response,
     encode_request,
     encode_response,
     encode_response_parts,
-    refused_produce_response,
     served_version_ranges,
     unsupported_version_response,
 )
@@ -166,8 +167,8 @@ def test_trailing_bytes_and_short_headers_are_malformed() -> None:
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_produce_v0_to_v2_decode_and_are_refused_in_their_own_layout(version: int) -> None:
     """Produce v0-v2 are advertised (librdkafka < 2.11.1 compresses only if v0 is in the range)
-    and decoded, but not served: the answer is a response of the request's version, every
-    partition UNSUPPORTED_VERSION (35), that kafka-python's codec parses."""
+    and decoded, but not served: the broker answers in a response of the request's version,
+    every partition UNSUPPORTED_VERSION (35), that kafka-python's codec parses."""
     kafka_produce = pytest.importorskip("kafka.protocol.producer")
     records = b"legacy message set"
     request = {
@@ -186,7 +187,10 @@ def test_produce_v0_to_v2_decode_and_are_refused_in_their_own_layout(version: in
     assert not APIS[PRODUCE].is_served(version) and APIS[PRODUCE].is_served(3)
     assert (PRODUCE, 0, 9) in api_version_ranges() and (PRODUCE, 3, 9) in served_version_ranges()
 
-    answer = encode_response(PRODUCE, version, 77, refused_produce_response(fields))
+    refused = m.ProducePartitionResponse(partition_index=3, error_code=35)  # as the broker does
+    topic = m.ProduceTopicResponse(name="t", partitions=[refused])
+    native = m.ProduceResponse(correlation_id=0, topics=[topic])
+    answer = encode_produce_response(version, 77, native)
     assert struct.unpack_from(">i", answer)[0] == 77
     theirs = kafka_produce.ProduceResponse.decode(answer[4:], version=version).to_dict(json=False)
     [topic] = theirs["responses"]
