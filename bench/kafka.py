@@ -32,6 +32,12 @@ its port). Three parts, each interleaved round by round (one untimed warm-up rou
    A client library that is not installed, or a Redis that
    cannot be, is reported ``n/a`` with the reason.
 
+4. **Broker instructions per Produce request** (``instructions``; not in ``--quick``): the
+   same three produce workloads, ``instruction_requests`` requests each, twice, against a
+   second broker run under valgrind's callgrind (:mod:`bench.callgrind`): instructions the
+   broker executed ÷ requests. Unlike the timed figures, these repeat to within 0.2 % on a
+   busy machine; the ratio is the Kafka path's cost over the native one (lower is better).
+
 ``--set profile_broker=true`` runs the broker under cProfile (main thread only) and writes
 ``bench/results/kafka-broker-<phase>.prof`` per broker lifetime (``produce`` covers the
 produce rounds and the fill, ``serve`` the fetch rounds and the clients).
@@ -40,6 +46,7 @@ produce rounds and the fill, ``serve`` the fetch rounds and the clients).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import math
 import os
@@ -48,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import callgrind
 from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
 from bench.fetch import Params as FetchParams
 from bench.fetch import _sendfile_loopback, fill_partition, produce_batches
@@ -91,6 +99,8 @@ class Params:
     redis_page: int = 10_000
     install: bool = True  # apt-get install redis-server when it is missing
     profile_broker: bool = False
+    instructions: bool = True  # part 4 (valgrind)
+    instruction_requests: int = 1000
 
     @classmethod
     def quick(cls) -> Params:
@@ -101,6 +111,7 @@ class Params:
             num_records=50_000,
             client_repeats=1,
             client_warmup=0,
+            instructions=False,
         )
 
 
@@ -119,6 +130,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         broker.start()
         _fetch_part(params, broker.port, scratch, end_offset, figures, say)  # type: ignore[arg-type]
         _clients_part(params, broker, scratch, stack, figures, say)
+    _instructions_part(params, scratch, figures, say)
     return figures.items
 
 
@@ -198,6 +210,52 @@ def _produce_part(params: Params, broker: BrokerProcess, figures: Figures, say: 
         values = cpu_us[f"v{version}"][1:]
         figures.add(f"broker CPU per request, Kafka Produce v{version}", median(values), "µs",
                     baseline=base, samples=values)  # fmt: skip
+
+
+def _instructions_part(params: Params, scratch: Path, figures: Figures, say: Say) -> None:
+    if not params.instructions:
+        return
+    if not callgrind.available():
+        say("instructions: skipped, valgrind is not installed (apt-get install valgrind)")
+        return
+    batches, _per_batch = build_batches(StorageParams())
+    count, counts = params.instruction_requests, {"native": [], "v7": [], "v9": []}
+    say(f"instructions: {count:,} produce requests per workload, broker under callgrind")
+
+    def produce(port: int, topic: str, name: str, requests: int) -> None:
+        if name == "native":
+            with Wire(port) as wire:
+                produce_batches(wire, topic, batches, requests, params.window)
+        else:
+            kafka_produce(port, topic, batches, requests, params.window, int(name[1:]))
+
+    with callgrind.CallgrindBroker([scratch / "callgrind-logs"], scratch / "callgrind") as cg:
+        for round_ in range(2):
+            for name, values in counts.items():
+                topic = f"instructions-{name}-{round_}"
+                with Wire(cg.port) as wire:
+                    wire.create_topic(topic, partitions=1)
+                produce(cg.port, topic, name, 50)  # warm-up: first-use compilation, buffers
+                work = functools.partial(produce, cg.port, topic, name, count)
+                values.append(cg.instructions(work) / count)
+    base = figures.add(
+        "broker instructions per request, native Produce",
+        median(counts["native"]),
+        "instructions",
+        samples=counts["native"],
+        is_baseline=True,
+        note=f"callgrind, {count:,} requests x 2 rounds",
+    ).name
+    for version in (7, 9):
+        values = counts[f"v{version}"]
+        figures.add(
+            f"broker instructions per request, Kafka Produce v{version}",
+            median(values),
+            "instructions",
+            baseline=base,
+            samples=values,
+            note="lower is better",
+        )
 
 
 def process_cpu_s(pid: int) -> float:
