@@ -24,6 +24,7 @@ from bench.fetch import _read_exactly
 from odradek.protocol import kafka
 from odradek.protocol.frames import frame_prefix
 from odradek.protocol.records import HEADER_SIZE, parse_batch_header
+from tests.broker.kafka.kwire import fetch_fields
 
 __all__ = ["FETCH_KEY", "PRODUCE_KEY", "KafkaSocket", "kafka_produce", "kafka_read_partition"]
 
@@ -120,42 +121,13 @@ def kafka_read_partition(
     with KafkaSocket(port) as conn, Stopwatch() as watch:
         offset = 0
         while offset < end_offset:
-            conn.send(FETCH_KEY, version, _fetch_fields(topic, offset, fetch_bytes))
+            conn.send(FETCH_KEY, version, fetch_fields(topic, offset, max_bytes=fetch_bytes))
             fields = conn.recv(FETCH_KEY, version, view)
             part = fields["responses"][0]["partitions"][0]
             if fields["error_code"] or part["error_code"]:
                 raise RuntimeError(f"fetch failed at offset {offset}: {fields}")
             offset = _next_offset(part["records"], offset)
     return watch.seconds
-
-
-def _fetch_fields(topic: str, offset: int, fetch_bytes: int) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 1,
-        "max_bytes": fetch_bytes,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": fetch_bytes,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
 
 
 def _next_offset(records: Any, offset: int) -> int:

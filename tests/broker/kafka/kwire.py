@@ -11,7 +11,7 @@ from typing import Any
 
 from odradek.protocol import kafka
 
-__all__ = ["KafkaWire", "api_versions_body", "metadata_body"]
+__all__ = ["KafkaWire", "api_versions_body", "fetch_fields", "metadata_body"]
 
 _SIZE = struct.Struct(">i")
 
@@ -92,3 +92,38 @@ def metadata_body(topics: list[str] | None, cid: int = 1, version: int = 8) -> b
         "include_topic_authorized_operations": False,
     }
     return kafka.encode_request(3, version, cid, "kwire", fields)
+
+
+def fetch_fields(
+    topic: str,
+    offset: int = 0,
+    *,
+    max_wait_ms: int = 0,
+    max_bytes: int = 1 << 20,
+    leader_epoch: int = -1,
+    session_id: int = 0,
+    session_epoch: int = -1,
+) -> dict[str, Any]:
+    """A Fetch request (any version 4-12) of partition 0 of ``topic`` from ``offset``, as a
+    consumer without a fetch session sends it; ``max_bytes`` bounds the response and the
+    partition alike."""
+    partition = {
+        "partition": 0,
+        "current_leader_epoch": leader_epoch,
+        "fetch_offset": offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": max_bytes,
+    }
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": 1,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "session_id": session_id,
+        "session_epoch": session_epoch,
+        "topics": [{"topic": topic, "partitions": [partition]}],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }

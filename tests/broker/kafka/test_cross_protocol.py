@@ -4,12 +4,11 @@ Kafka client reads the same way."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from odradek import Consumer, Producer, TopicPartition
+from odradek import Producer
 from tests.broker.kafka.clients import KafkaClient, Rec
+from tests.broker.kafka.test_records import native_read
 from tests.broker_process import BrokerProcess
 
 BASE_MS = 1_700_000_000_000
@@ -25,26 +24,13 @@ def records(null_header: bool) -> list[Rec]:
     ]
 
 
-def native_read(bootstrap: str, topic: str, count: int) -> list:
-    tp = TopicPartition(topic, 0)
-    with Consumer(bootstrap_servers=bootstrap) as consumer:
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        out: list = []
-        deadline = time.monotonic() + 10
-        while len(out) < count and time.monotonic() < deadline:
-            for got in consumer.poll(timeout_ms=500).values():
-                out.extend(got)
-        return out
-
-
 @pytest.mark.parametrize("codec", [None, "lz4"])
 def test_kafka_written_read_by_odradek(
     client: KafkaClient, shared_broker: BrokerProcess, new_topic: str, codec: str | None
 ) -> None:
     sent = records(client.null_header_values)
     client.produce(new_topic, sent, compression=codec)
-    got = native_read(shared_broker.bootstrap, new_topic, len(sent))
+    got = native_read(shared_broker.bootstrap, new_topic, count=len(sent))
     assert [(r.key, r.value, r.headers, r.timestamp, r.timestamp_type) for r in got] == [
         (r.key, r.value, r.headers, r.timestamp_ms, 0) for r in sent
     ]

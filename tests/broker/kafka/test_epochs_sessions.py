@@ -10,38 +10,10 @@ import pytest
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import encode_batch, parse_batch_header
-from tests.broker.kafka.kwire import KafkaWire
+from tests.broker.kafka.kwire import KafkaWire, fetch_fields
 from tests.broker_process import BrokerProcess
 
 FETCH, LIST_OFFSETS, PRODUCE, INIT_PRODUCER_ID, FIND_COORDINATOR = 1, 2, 0, 22, 10
-
-
-def _fetch(topic: str, epoch: int, **session: int) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "max_bytes": 1 << 20,
-        "isolation_level": 1,
-        "session_id": session.get("session_id", 0),
-        "session_epoch": session.get("session_epoch", -1),
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": epoch,
-                        "fetch_offset": 0,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
 
 
 def _produce(topic: str, version: int, transactional_id: str | None = None) -> dict[str, Any]:
@@ -82,7 +54,10 @@ def _partition(fields: dict[str, Any]) -> dict[str, Any]:
 def test_fetch_checks_the_current_leader_epoch(
     wire: KafkaWire, new_topic: str, epoch: int, code: ErrorCode
 ) -> None:
-    assert _partition(wire.call(FETCH, 11, _fetch(new_topic, epoch)))["error_code"] == code
+    assert (
+        _partition(wire.call(FETCH, 11, fetch_fields(new_topic, leader_epoch=epoch)))["error_code"]
+        == code
+    )
 
 
 def test_list_offsets_checks_the_epoch_and_answers_epoch_0(wire: KafkaWire, new_topic: str) -> None:
@@ -114,12 +89,12 @@ def test_list_offsets_checks_the_epoch_and_answers_epoch_0(wire: KafkaWire, new_
 
 
 def test_fetch_sessions_are_declined_with_session_id_0(wire: KafkaWire, new_topic: str) -> None:
-    new_session = wire.call(FETCH, 11, _fetch(new_topic, -1, session_id=0, session_epoch=0))
+    new_session = wire.call(FETCH, 11, fetch_fields(new_topic, session_id=0, session_epoch=0))
     assert (new_session["error_code"], new_session["session_id"]) == (0, 0)
-    unknown = wire.call(FETCH, 11, _fetch(new_topic, -1, session_id=77, session_epoch=1))
+    unknown = wire.call(FETCH, 11, fetch_fields(new_topic, session_id=77, session_epoch=1))
     assert unknown["error_code"] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert unknown["responses"] == []
-    bad_epoch = wire.call(FETCH, 11, _fetch(new_topic, -1, session_id=0, session_epoch=5))
+    bad_epoch = wire.call(FETCH, 11, fetch_fields(new_topic, session_id=0, session_epoch=5))
     assert bad_epoch["error_code"] == ErrorCode.INVALID_FETCH_SESSION_EPOCH
 
 
@@ -128,7 +103,7 @@ def test_appends_are_stamped_with_leader_epoch_0(wire: KafkaWire, new_topic: str
     assert parse_batch_header(batch, 0).partition_leader_epoch == -1  # as clients send it
     (topic,) = wire.call(PRODUCE, 7, _produce(new_topic, 7))["responses"]
     assert topic["partition_responses"][0]["error_code"] == 0
-    records = _partition(wire.call(FETCH, 11, _fetch(new_topic, 0)))["records"]
+    records = _partition(wire.call(FETCH, 11, fetch_fields(new_topic, leader_epoch=0)))["records"]
     assert parse_batch_header(records, 0).partition_leader_epoch == 0
 
 
@@ -138,7 +113,7 @@ def test_produce_v0_to_v2_is_refused_per_partition(
 ) -> None:
     (topic,) = wire.call(PRODUCE, version, _produce(new_topic, version))["responses"]
     assert topic["partition_responses"][0]["error_code"] == ErrorCode.UNSUPPORTED_VERSION
-    assert _partition(wire.call(FETCH, 11, _fetch(new_topic, -1)))["high_watermark"] == 0
+    assert _partition(wire.call(FETCH, 11, fetch_fields(new_topic)))["high_watermark"] == 0
 
 
 def test_transactions_are_refused(wire: KafkaWire, new_topic: str) -> None:
@@ -151,7 +126,7 @@ def test_transactions_are_refused(wire: KafkaWire, new_topic: str) -> None:
     assert "transactions" in coordinator["error_message"]
     (topic,) = wire.call(PRODUCE, 7, _produce(new_topic, 7, transactional_id="tx"))["responses"]
     assert topic["partition_responses"][0]["error_code"] == ErrorCode.INVALID_REQUEST
-    assert _partition(wire.call(FETCH, 11, _fetch(new_topic, -1)))["high_watermark"] == 0
+    assert _partition(wire.call(FETCH, 11, fetch_fields(new_topic)))["high_watermark"] == 0
 
 
 def test_idempotent_producer_ids_are_fresh_each_time(wire: KafkaWire) -> None:

@@ -9,39 +9,11 @@ import time
 
 from odradek import Consumer, Producer, TopicPartition
 from tests.broker.kafka.clients import KafkaClient, Rec
-from tests.broker.kafka.kwire import KafkaWire
+from tests.broker.kafka.kwire import KafkaWire, fetch_fields
 from tests.broker_process import BrokerProcess
 
 FETCH_V = 11
 METADATA_V = 8
-
-
-def fetch_fields(topic: str, offset: int, max_wait_ms: int) -> dict:
-    return {
-        "replica_id": -1,
-        "max_wait_ms": max_wait_ms,
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": offset,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
 
 
 def metadata_fields(topic: str) -> dict:
