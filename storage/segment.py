@@ -38,6 +38,7 @@ segment never lets its descriptor number be reused under a reader.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Sequence
@@ -134,19 +135,28 @@ class LogSegment:
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file = SegmentFile(fd, str(self.log_path))
-        self.size_bytes = os.fstat(fd).st_size
-        self.offset_index = OffsetIndex(
-            segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix),
-            base_offset,
-            max_index_bytes,
-            writable=writable,
-        )
-        self.time_index = TimeIndex(
-            segment_path(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix),
-            base_offset,
-            max_index_bytes,
-            writable=writable,
-        )
+        offset_index = None
+        try:  # out of descriptors or memory half-way: release what is open, for the rollback
+            self.size_bytes = os.fstat(fd).st_size
+            offset_index = OffsetIndex(
+                segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix),
+                base_offset,
+                max_index_bytes,
+                writable=writable,
+            )
+            self.time_index = TimeIndex(
+                segment_path(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix),
+                base_offset,
+                max_index_bytes,
+                writable=writable,
+            )
+        except BaseException:
+            if offset_index is not None:
+                with contextlib.suppress(OSError):
+                    offset_index.close()  # trims if it still can; unmaps in any case
+            self.file.close()
+            raise
+        self.offset_index = offset_index
         self._bytes_since_index_entry = 0
         last_ts, last_ts_offset = self.time_index.last_entry
         self.max_timestamp = last_ts

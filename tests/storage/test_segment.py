@@ -218,3 +218,17 @@ def test_scan_across_read_chunks_and_large_entries(tmp_path: Path) -> None:
         entry = segment.find_entry(target)
         assert entry.base_offset == target
     assert segment.find_offset_by_timestamp(1000, BASE) == (BASE + 1000, 1000)
+
+
+def test_a_failed_open_leaves_no_descriptor_behind(tmp_path: Path) -> None:
+    """Opening a segment whose time index cannot be opened (here a directory stands where the
+    file should be; in production: out of descriptors) raises and closes the ``.log`` it had
+    opened, so a rollback that follows has that descriptor to work with."""
+    segment_path(tmp_path, 0, ".timeindex").mkdir()
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError) as caught:
+        LogSegment(tmp_path, 0, index_interval_bytes=4096, max_index_bytes=1024, writable=True)
+    # still inside the failure, as a rollback is: its traceback keeps the half-made segment
+    assert caught.traceback
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert segment_path(tmp_path, 0, ".log").exists()  # closed, not deleted: the data stays
