@@ -23,10 +23,12 @@ COPY config/server.properties /etc/odradek/server.properties
 ENV ODRADEK_LOG_DIRS=/var/lib/odradek/logs \
     ODRADEK_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     ODRADEK_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
+    ODRADEK_METRICS_LISTENER=http://0.0.0.0:9644 \
     PYTHONUNBUFFERED=1
 USER 10001:10001
 VOLUME ["/var/lib/odradek"]
-EXPOSE 9092
+# 9092: Kafka and native clients; 9644: Prometheus metrics at /metrics
+EXPOSE 9092 9644
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
     CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 9092), 2).close()"]
 # SIGTERM is a clean shutdown: flush, checkpoints, .kafka_cleanshutdown.

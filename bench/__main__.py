@@ -43,6 +43,7 @@ BENCHMARKS = [
     "startup",
     "growth",
     "kafka",
+    "metrics",
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -212,6 +212,8 @@ class AdminApi:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(self.ctx.manager.delete_topic, name)
                     self.ctx.log.info("topic deleted", topic=name)
+                    if self.ctx.metrics is not None:
+                        self.ctx.metrics.topic_deleted(name)
                     if self.ctx.groups is not None:  # tombstones for the groups' offsets
                         await self.ctx.groups.topics_deleted([name])
                 except (StorageError, OSError) as exc:

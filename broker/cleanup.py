@@ -123,6 +123,9 @@ async def retention_pass(ctx: BrokerContext, busy: _Busy) -> None:
             continue
         for result in results:
             deleted_any = True
+            if ctx.metrics is not None:
+                ctx.metrics.retention_segments_deleted += result.segments
+                ctx.metrics.retention_bytes_deleted += result.bytes_deleted
             ctx.log.info(
                 "log segments deleted",
                 topic=log.topic,
@@ -263,6 +266,10 @@ async def clean_log(
         if not commit_group(log, cleaned, group, stats, now_ms=ctx.manager.clock_ms()):
             break
     finish_pass(log, stats)
+    if ctx.metrics is not None:
+        ctx.metrics.cleaner_passes += 1
+        ctx.metrics.cleaner_bytes_read += stats.bytes_read
+        ctx.metrics.cleaner_bytes_removed += max(stats.bytes_before - stats.bytes_after, 0)
     await ctx.checkpoint()  # cleaner-offset-checkpoint (and the others)
     ctx.log.info(
         "log cleaned",

@@ -64,6 +64,17 @@ class Listener:
         return f"PLAINTEXT://{self.host}:{self.port}"
 
 
+def _http_listener(text: str) -> Listener | None:
+    """``http://host:port`` (the metrics endpoint), or empty for none."""
+    text = text.strip()
+    if not text:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme.lower() != "http" or parts.port is None or parts.path not in ("", "/"):
+        raise ValueError(f"expected http://host:port or nothing, got {text!r}")
+    return Listener(parts.hostname or "0.0.0.0", parts.port)
+
+
 def _int(low: int = -(2**63), high: int = LONG_MAX) -> Callable[[str], int]:
     def parse(text: str) -> int:
         value = int(text.strip())
@@ -113,6 +124,8 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "node.id": (_int(0, 2**31 - 1), "1"),
     "listeners": (Listener.parse, "PLAINTEXT://127.0.0.1:9092"),
     "advertised.listeners": (Listener.parse, None),
+    # odradek's own (Kafka exposes JMX): Prometheus metrics at http://host:port/metrics
+    "metrics.listener": (_http_listener, ""),
     "log.dirs": (_dir_list, None),
     "log.dir": (_dir_list, "/tmp/odradek-logs"),
     "num.partitions": (_int(1, 2**31 - 1), "1"),
@@ -192,6 +205,10 @@ class BrokerConfig:
     def advertised_listener(self) -> Listener:
         advertised = self.values.get("advertised.listeners")
         return advertised if advertised is not None else self.listener  # type: ignore[return-value]
+
+    @property
+    def metrics_listener(self) -> Listener | None:
+        return self.values.get("metrics.listener")  # type: ignore[return-value]
 
     @property
     def log_dirs(self) -> list[Path]:

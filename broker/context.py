@@ -19,6 +19,7 @@ import anyio.to_thread
 
 from odradek.broker.config import BrokerConfig, Listener
 from odradek.broker.durability import GroupCommit
+from odradek.broker.metrics import BrokerMetrics
 from odradek.storage.errors import is_resource_exhaustion
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
@@ -47,13 +48,23 @@ class Waiter:
 class BrokerContext:
     """Shared by the connections of one running broker (one event loop)."""
 
-    def __init__(self, config: BrokerConfig, manager: LogManager, log: Any) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        manager: LogManager,
+        log: Any,
+        metrics: BrokerMetrics | None = None,
+    ) -> None:
         self.config = config
         self.manager = manager
         self.log = log  # a structlog logger
+        self.metrics = metrics  # None: nothing is counted (no metrics endpoint)
         self.node_id = config.node_id
         self.advertised_listener: Listener = config.advertised_listener
-        self.group_commit = GroupCommit(on_error=self.storage_failed)
+        self.group_commit = GroupCommit(
+            on_error=self.storage_failed,
+            on_round=None if metrics is None else metrics.fsync.observe,
+        )
         # Serializes topic creation/deletion/alteration, which run in worker threads.
         self.admin_lock = anyio.Lock()
         # partition -> the waiters registered on it (a dict used as an ordered set)
@@ -76,6 +87,10 @@ class BrokerContext:
         for tp in waiter.partitions:
             self._waiters.setdefault(tp, {})[waiter] = None
         return waiter
+
+    def waiting_fetches(self) -> int:
+        """Requests waiting in a long poll now (each counted once, whatever it reads)."""
+        return len({w for registered in self._waiters.values() for w in registered})
 
     def forget(self, waiter: Waiter) -> None:
         """Unregister ``waiter`` (it was woken, or its request ended)."""

@@ -227,6 +227,7 @@ class DataApi:
         prepared: dict[int, _Prepared],
     ) -> Awaitable[m.ProduceResponse]:
         ctx = self.ctx
+        metrics = ctx.metrics
         now_ms = ctx.manager.clock_ms()
         by_topic: dict[str, list[m.ProducePartitionResponse]] = {}
         durable: list[tuple[Log, int, m.ProducePartitionResponse]] = []
@@ -258,6 +259,8 @@ class DataApi:
                 rejections.add(topic, part.partition_index, result)
                 continue
             ctx.notify_data(topic, part.partition_index)
+            if metrics is not None and not info.duplicate:
+                metrics.appended(topic, info.record_count, info.size_bytes)
             if info.rolled:  # Kafka flushes a rolled segment soon after the roll
                 ctx.group_commit.flush_soon(log)
             result.base_offset = info.first_offset
@@ -324,6 +327,11 @@ class DataApi:
             reply, total, errors = self._collect(req)
             remaining = deadline - anyio.current_time()
             if total >= req.min_bytes or errors or remaining <= 0 or self.ctx.stopping:
+                if total and (metrics := self.ctx.metrics) is not None:
+                    for topic in reply.response.topics:
+                        for p in topic.partitions:
+                            if p.records_bytes:
+                                metrics.fetched(topic.name, p.records_bytes)
                 return reply
             reply.release()  # collected again once woken
             # Registered in the same event-loop turn as the read: appends run on this loop,

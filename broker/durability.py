@@ -14,6 +14,7 @@ request: latency is one fsync, throughput is bounded by bandwidth, not by fsync 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 
 import anyio
@@ -37,11 +38,17 @@ class _Waiter:
 class GroupCommit:
     """Batches fsyncs across concurrent ``acks=all`` produce requests."""
 
-    def __init__(self, on_error: Callable[[Log, OSError], None]) -> None:
+    def __init__(
+        self,
+        on_error: Callable[[Log, OSError], None],
+        on_round: Callable[[float], None] | None = None,
+    ) -> None:
         self._queue: list[_Waiter] = []
         self._wakeup = anyio.Event()
         self._on_error = on_error
+        self._on_round = on_round  # each round's duration in seconds (metrics)
         self.rounds = 0  # fsync rounds run (observability, tests)
+        self.waiting_requests = 0  # acks=all requests in wait_durable now (metrics)
 
     async def wait_durable(self, log: Log, last_offset: int) -> None:
         """Return once every offset ≤ ``last_offset`` of ``log`` is fsynced; raise OSError if
@@ -51,7 +58,11 @@ class GroupCommit:
         waiter = _Waiter(log, last_offset)
         self._queue.append(waiter)
         self._wakeup.set()
-        await waiter.event.wait()
+        self.waiting_requests += 1
+        try:
+            await waiter.event.wait()
+        finally:
+            self.waiting_requests -= 1
         if waiter.error is not None:
             raise waiter.error
 
@@ -70,7 +81,10 @@ class GroupCommit:
             if not waiters:
                 continue
             logs = {id(w.log): w.log for w in waiters}.values()
+            started_s = time.perf_counter()
             errors = await anyio.to_thread.run_sync(_flush_each, list(logs))
+            if self._on_round is not None:
+                self._on_round(time.perf_counter() - started_s)
             self.rounds += 1
             for log, error in errors.items():
                 self._on_error(log, error)

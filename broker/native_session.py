@@ -13,6 +13,7 @@ answered ``INVALID_REQUEST``.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.data import Reply
@@ -34,6 +35,7 @@ class NativeSession:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self._metrics = conn.ctx.metrics  # None: nothing is timed
         admin, data, groups = conn.apis.admin, conn.apis.data, conn.apis.groups
         self.data = data
         self._handlers: dict[type, Any] = {
@@ -71,6 +73,7 @@ class NativeSession:
     async def dispatch(self, body: bytes) -> None:
         """Serve one frame body. Raises ``MalformedMessage`` (the connection closes)."""
         conn = self.conn
+        started_s = time.perf_counter() if self._metrics is not None else 0.0
         try:
             request, raw = m.decode_request(body)
         except m.UnsupportedVersion as exc:
@@ -92,17 +95,17 @@ class NativeSession:
             except Exception as exc:
                 work = _raise(exc)  # answered by _answer, as a handler's failure
             if acks_all:
-                conn.start_reserved(self._answer, work, request)  # waits for the fsync
+                conn.start_reserved(self._answer, work, request, started_s)  # waits for the fsync
             else:
-                await self._answer(work, request)
+                await self._answer(work, request, started_s)
         elif isinstance(request, m.FetchRequest):
             await conn.reserve()
-            conn.start_reserved(self._answer, self.data.fetch(request), request)
+            conn.start_reserved(self._answer, self.data.fetch(request), request, started_s)
         elif (waiting := self._waiting.get(type(request))) is not None:
             await conn.reserve()
-            conn.start_reserved(self._answer, waiting(request), request)
+            conn.start_reserved(self._answer, waiting(request), request, started_s)
         elif (handler := self._handlers.get(type(request))) is not None:
-            await self._answer(handler(request), request)
+            await self._answer(handler(request), request, started_s)
         else:  # a known api this broker has no handler for: say so, keep the connection
             name = type(request).__name__
             conn.log.warning("request not served", api=name)
@@ -115,7 +118,7 @@ class NativeSession:
                 )
             )
 
-    async def _answer(self, work: Any, request: m.Request) -> None:
+    async def _answer(self, work: Any, request: m.Request, started_s: float) -> None:
         """Await the handler and send its reply; a handler bug answers UNKNOWN_SERVER_ERROR."""
         try:
             reply = await work
@@ -127,13 +130,15 @@ class NativeSession:
                 ErrorCode.UNKNOWN_SERVER_ERROR,
                 f"{type(exc).__name__}: {exc}",
             )
-        if reply is None:
-            return
-        try:
-            await self._send(reply)
-        finally:
-            if isinstance(reply, Reply):
-                reply.release()  # the regions' segment files may close now
+        if reply is not None:
+            try:
+                await self._send(reply)
+            finally:
+                if isinstance(reply, Reply):
+                    reply.release()  # the regions' segment files may close now
+        if self._metrics is not None:  # acks=0 too: handled, with no answer
+            api = type(request).__name__.removesuffix("Request")
+            self._metrics.request_done("native", api, time.perf_counter() - started_s)
 
     async def _send(self, reply: Reply | m.Response) -> None:
         if isinstance(reply, m.Response):

@@ -7,6 +7,7 @@ Task tree (anyio structured concurrency; nothing outlives its group)::
     ├── housekeeping                    periodic flush (flush.ms) and offset checkpoints
     ├── idle sweep                      closes connections idle for connections.max.idle.ms
     ├── signal watcher                  SIGTERM / SIGINT → shutdown()
+    ├── metrics endpoint                GET /metrics (metrics.listener), if configured
     └── connections group
         └── Connection.serve() per client, each with its own waiting-request tasks
 
@@ -37,6 +38,8 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.logs import get_logger
+from odradek.broker.metrics import BrokerMetrics, registry_for
+from odradek.broker.metrics_http import serve_metrics
 from odradek.broker.net import close_socket, listen
 from odradek.storage.errors import StorageError
 from odradek.storage.manager import LogManager
@@ -68,6 +71,14 @@ class Server:
         self._accept_scope: anyio.CancelScope | None = None  # created inside the event loop
         self._stop_requested = False
         self._ctx: BrokerContext | None = None
+        # counted on the data path only when there is an endpoint to read them
+        self.metrics = BrokerMetrics() if config.metrics_listener is not None else None
+        self.metrics_port: int | None = None  # the endpoint's bound port, once listening
+
+    @property
+    def context(self) -> BrokerContext | None:
+        """The running broker's shared state (None before start-up finishes)."""
+        return self._ctx
 
     def shutdown(self) -> None:
         """Begin a graceful shutdown (idempotent; from the event loop's thread)."""
@@ -101,22 +112,24 @@ class Server:
             advertised = self.config.advertised_listener
             if advertised.port == 0 or advertised == bind:
                 advertised = Listener(advertised.host, port)
-            ctx = self._ctx = BrokerContext(self.config, self.manager, self.log)
+            ctx = self._ctx = BrokerContext(self.config, self.manager, self.log, self.metrics)
             ctx.advertised_listener = advertised
             groups = ctx.groups = GroupApi(ctx)
             await groups.load()  # replays __consumer_offsets in a worker thread
-            self.log.info(
-                "broker started",
-                host=bind.host,
-                port=port,
-                advertised=str(advertised),
-                log_dirs=[str(d) for d in self.manager.log_dirs],
-                offline_dirs={str(d): why for d, why in self.manager.offline_dirs.items()},
-                partitions=len(self.manager.logs),
-                startup_ms=round((time.perf_counter() - started) * 1000, 1),
-            )
-            task_status.started(self.listener)
             async with anyio.create_task_group() as background:
+                await self._start_metrics(background)
+                self.log.info(
+                    "broker started",
+                    host=bind.host,
+                    port=port,
+                    advertised=str(advertised),
+                    metrics_port=self.metrics_port,
+                    log_dirs=[str(d) for d in self.manager.log_dirs],
+                    offline_dirs={str(d): why for d, why in self.manager.offline_dirs.items()},
+                    partitions=len(self.manager.logs),
+                    startup_ms=round((time.perf_counter() - started) * 1000, 1),
+                )
+                task_status.started(self.listener)
                 background.start_soon(ctx.group_commit.run)
                 background.start_soon(self._housekeeping, ctx)
                 background.start_soon(
@@ -131,6 +144,14 @@ class Server:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.manager.shutdown)
             self.log.info("broker stopped")
+
+    async def _start_metrics(self, group: anyio.abc.TaskGroup) -> None:
+        """Serve ``GET /metrics`` in ``group`` if ``metrics.listener`` names an address."""
+        listener = self.config.metrics_listener
+        if listener is None or self.metrics is None:
+            return
+        registry = registry_for(self, self.metrics)
+        self.metrics_port = await group.start(serve_metrics, listener, registry, self.log)
 
     async def _serve_connections(self, ctx: BrokerContext, listener: socket.socket) -> None:
         apis = Apis(AdminApi(ctx), DataApi(ctx), ctx.groups)
@@ -157,6 +178,8 @@ class Server:
                                 limit=max_connections,
                             )
                             sock.close()
+                            if self.metrics is not None:
+                                self.metrics.connections_refused += 1
                             continue
                         sock.setblocking(False)
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

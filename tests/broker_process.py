@@ -49,11 +49,13 @@ class BrokerProcess:
         self.overrides = list(overrides)
         self.backend = backend
         self.requested_port = port
+        self.requested_metrics_port = 0
         self.env = env
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard) for the child
         self.program = list(program)  # the `odradek` command: this checkout's, or an installed one
         self.cwd = cwd
         self.port: int | None = None
+        self.metrics_port: int | None = None  # the metrics endpoint's (none if turned off)
         self.lines: list[dict[str, Any]] = []
         self.raw_lines: list[str] = []
         self.process: subprocess.Popen[str] | None = None
@@ -79,6 +81,8 @@ class BrokerProcess:
             f"listeners={listener}",
             "--override",
             "log.dirs=" + ",".join(str(d) for d in self.log_dirs),
+            "--override",  # the shipped config's fixed port would collide between brokers
+            f"metrics.listener=http://127.0.0.1:{self.requested_metrics_port}",
         ]
         for item in self.overrides:
             args += ["--override", item]
@@ -123,7 +127,9 @@ class BrokerProcess:
             self.lines.append(event)
             if event.get("event") == "broker started":
                 self.port = int(event["port"])
+                self.metrics_port = event.get("metrics_port")
                 self.requested_port = self.port  # a restart binds the same port
+                self.requested_metrics_port = self.metrics_port or 0
                 self._started.set()
         self._started.set()  # the process ended: wake a waiting start()
 

@@ -44,11 +44,12 @@ def test_dockerfile_runs_as_non_root_with_a_volume_port_and_healthcheck() -> Non
     text = (REPO / "Dockerfile").read_text()
     assert re.search(r"^USER 10001", text, re.M)
     assert 'VOLUME ["/var/lib/odradek"]' in text
-    assert "EXPOSE 9092" in text
+    assert re.search(r"^EXPOSE 9092 9644$", text, re.M)  # clients, metrics
     assert "HEALTHCHECK" in text
     assert "STOPSIGNAL SIGTERM" in text
     env = dockerfile_env()
     assert env["ODRADEK_LOG_DIRS"].startswith("/var/lib/odradek")
+    assert env["ODRADEK_METRICS_LISTENER"] == "http://0.0.0.0:9644"  # reachable through EXPOSE
 
 
 def test_compose_publishes_the_broker_to_the_host() -> None:
@@ -56,6 +57,7 @@ def test_compose_publishes_the_broker_to_the_host() -> None:
     service = compose["services"]["odradek"]
     assert service["build"] == "."
     assert "9092:9092" in service["ports"]
+    assert "9644:9644" in service["ports"]
     assert service["environment"]["ODRADEK_ADVERTISED_LISTENERS"] == "PLAINTEXT://localhost:9092"
     volume, mount = service["volumes"][0].split(":")
     assert volume in compose["volumes"]

@@ -22,6 +22,7 @@ Rules (Kafka's, as its clients rely on them):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,17 @@ class KafkaSession:
         self.conn = conn
         self.routes = build_routes(conn)
         self._previous_sent: anyio.Event | None = None  # set once the last answer is out
+        self._metrics = conn.ctx.metrics  # None: nothing is timed
+
+    def _done(self, api_key: int, started_s: float) -> None:
+        """Time one request, from its read to its answer (metrics on only)."""
+        self._metrics.request_done(  # type: ignore[union-attr]
+            "kafka", kafka.APIS[api_key].name, time.perf_counter() - started_s
+        )
 
     async def dispatch(self, body: bytes) -> None:
         """Serve one frame body. Raises ``MalformedMessage`` (the connection closes)."""
+        started_s = time.perf_counter() if self._metrics is not None else 0.0
         try:
             header, fields = kafka.decode_request(body)
         except kafka.KafkaUnsupported as exc:
@@ -58,7 +67,7 @@ class KafkaSession:
             answer = kafka.unsupported_version_response(
                 exc.api_key, exc.correlation_id, self.routes.advertised
             )
-            await self._answer_in_order(_ready(answer), None, waits=False)
+            await self._answer_in_order(_ready(answer), None, started_s, waits=False)
             return
         route = self.routes.by_key.get(header.api_key)
         if route is None:  # decodable, but not served by this broker (no coordinator)
@@ -69,13 +78,16 @@ class KafkaSession:
             acks = fields["acks"]
             if acks == 0:
                 await self._check_acks0(work)  # resolves at once: nothing to wait for
+                if self._metrics is not None:
+                    self._done(PRODUCE_KEY, started_s)
                 return
-            await self._answer_in_order(work, header, waits=acks == -1)
+            await self._answer_in_order(work, header, started_s, waits=acks == -1)
         else:
-            await self._answer_in_order(route.handler(header, fields), header, waits=route.waits)
+            work = route.handler(header, fields)
+            await self._answer_in_order(work, header, started_s, waits=route.waits)
 
     async def _answer_in_order(
-        self, work: Awaitable[Any], header: RequestHeader | None, *, waits: bool
+        self, work: Awaitable[Any], header: RequestHeader | None, started_s: float, *, waits: bool
     ) -> None:
         """Rule 1. Nothing unanswered before it and no wait ahead: answer now, in the reader
         (no event, no task: the common case costs nothing). Otherwise a task answers once
@@ -84,7 +96,7 @@ class KafkaSession:
         if waits or (previous is not None and not previous.is_set()):
             sent = self._previous_sent = anyio.Event()
             await self.conn.reserve()
-            self.conn.start_reserved(self._answer_later, work, header, previous, sent)
+            self.conn.start_reserved(self._answer_later, work, header, started_s, previous, sent)
             return
         self._previous_sent = None  # everything before it is out: the chain starts again
         try:
@@ -92,12 +104,13 @@ class KafkaSession:
         except Exception:
             self._failed(header)
             return
-        await self._send(answer, header)
+        await self._send(answer, header, started_s)
 
     async def _answer_later(
         self,
         work: Awaitable[Any],
         header: RequestHeader | None,
+        started_s: float,
         previous: anyio.Event | None,
         sent: anyio.Event,
     ) -> None:
@@ -109,7 +122,7 @@ class KafkaSession:
                 return
             if previous is not None and not previous.is_set():
                 await previous.wait()
-            await self._send(answer, header)
+            await self._send(answer, header, started_s)
         finally:
             sent.set()
 
@@ -130,7 +143,12 @@ class KafkaSession:
         if failed:  # rule 2: the client reads no response, so it learns from the close
             self.conn.close(f"acks=0 produce failed for {len(failed)} partitions: {failed[:3]}")
 
-    async def _send(self, answer: Any, header: RequestHeader | None) -> None:
+    async def _send(self, answer: Any, header: RequestHeader | None, started_s: float) -> None:
+        await self._write(answer, header)
+        if self._metrics is not None:
+            self._done(header.api_key if header else API_VERSIONS_KEY, started_s)
+
+    async def _write(self, answer: Any, header: RequestHeader | None) -> None:
         if isinstance(answer, m.ProduceResponse):  # the data path's answer, written directly
             assert header is not None
             answer = kafka.encode_produce_response(
