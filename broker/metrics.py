@@ -103,12 +103,14 @@ class BrokerMetrics:
     def fetched(self, topic: str, size_bytes: int) -> None:
         self.bytes_out[topic] = self.bytes_out.get(topic, 0) + size_bytes
 
-    def request_done(self, protocol: str, api: str, seconds: float) -> None:
-        """A request answered (or, for ``acks=0``, handled) ``seconds`` after it was read."""
+    def latency(self, protocol: str, api: str) -> Histogram:
+        """The request-latency histogram of ``api`` over ``protocol`` (made on first use).
+        Sessions keep the one of each API they serve, so a request costs one ``observe``:
+        the time from reading it to sending its answer (or, for ``acks=0``, to handling it)."""
         histogram = self.requests.get((protocol, api))
         if histogram is None:
             histogram = self.requests[(protocol, api)] = Histogram(REQUEST_BUCKETS_S)
-        histogram.observe(seconds)
+        return histogram
 
     def topic_deleted(self, topic: str) -> None:
         """Forget a deleted topic's series (a re-created topic starts from zero)."""

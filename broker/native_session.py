@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.data import Reply
+from odradek.broker.metrics import Histogram
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
@@ -36,6 +37,7 @@ class NativeSession:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self._metrics = conn.ctx.metrics  # None: nothing is timed
+        self._latency: dict[type, Histogram] = {}  # by request type, when timed
         admin, data, groups = conn.apis.admin, conn.apis.data, conn.apis.groups
         self.data = data
         self._handlers: dict[type, Any] = {
@@ -137,8 +139,11 @@ class NativeSession:
                 if isinstance(reply, Reply):
                     reply.release()  # the regions' segment files may close now
         if self._metrics is not None:  # acks=0 too: handled, with no answer
-            api = type(request).__name__.removesuffix("Request")
-            self._metrics.request_done("native", api, time.perf_counter() - started_s)
+            histogram = self._latency.get(type(request))
+            if histogram is None:
+                api = type(request).__name__.removesuffix("Request")
+                histogram = self._latency[type(request)] = self._metrics.latency("native", api)
+            histogram.observe(time.perf_counter() - started_s)
 
     async def _send(self, reply: Reply | m.Response) -> None:
         if isinstance(reply, m.Response):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from odradek.broker.kafka.adapters import KafkaReply, build_routes
+from odradek.broker.metrics import Histogram
 from odradek.protocol import kafka
 from odradek.protocol import messages as m
 from odradek.protocol.frames import frame_prefix
@@ -48,12 +49,16 @@ class KafkaSession:
         self.routes = build_routes(conn)
         self._previous_sent: anyio.Event | None = None  # set once the last answer is out
         self._metrics = conn.ctx.metrics  # None: nothing is timed
+        self._latency: dict[int, Histogram] = {}  # by api key, when timed
 
     def _done(self, api_key: int, started_s: float) -> None:
         """Time one request, from its read to its answer (metrics on only)."""
-        self._metrics.request_done(  # type: ignore[union-attr]
-            "kafka", kafka.APIS[api_key].name, time.perf_counter() - started_s
-        )
+        histogram = self._latency.get(api_key)
+        if histogram is None:
+            histogram = self._latency[api_key] = self._metrics.latency(  # type: ignore[union-attr]
+                "kafka", kafka.APIS[api_key].name
+            )
+        histogram.observe(time.perf_counter() - started_s)
 
     async def dispatch(self, body: bytes) -> None:
         """Serve one frame body. Raises ``MalformedMessage`` (the connection closes)."""
