@@ -153,11 +153,11 @@ def read_offset_index(path: Path, base_offset: int) -> list[tuple[int, int]]:
     last_relative = last_position = -1
     for relative, position in _OFFSET_ENTRY.iter_unpack(data[: len(data) // 8 * 8]):
         if relative <= last_relative or position <= last_position:
-            if not entries and relative == 0 and position == 0:
-                continue  # the first slot of an empty, preallocated index
             break
-        entries.append((base_offset + relative, position))
         last_relative, last_position = relative, position
+        if relative == 0 and position == 0:
+            continue  # a zero first slot (preallocated): says nothing, never indexed by Kafka
+        entries.append((base_offset + relative, position))
     return entries
 
 
@@ -170,10 +170,10 @@ def read_time_index(path: Path, base_offset: int) -> list[tuple[int, int]]:
     for timestamp, relative in _TIME_ENTRY.iter_unpack(data[: len(data) // 12 * 12]):
         if timestamp <= last_timestamp or relative < last_relative or relative < 0:
             break
-        if timestamp == 0 and relative == 0 and not entries:
-            continue  # the first slot of an empty, preallocated index
-        entries.append((timestamp, base_offset + relative))
         last_timestamp, last_relative = timestamp, relative
+        if timestamp == 0 and relative == 0:
+            continue  # a zero first slot (preallocated): says nothing
+        entries.append((timestamp, base_offset + relative))
     return entries
 
 
