@@ -155,5 +155,7 @@ class _FilesBench:
         if answer != self._answers[query] or answer[0] != self.records:
             raise RuntimeError(f"{query}: got {answer}, expected {self._answers[query]}")
         if query == QUERIES[0] and answer[1] != self.records * VALUE_BYTES:
-            raise RuntimeError(f"{query}: {answer[1]} value bytes, expected {self.records * 100}")
+            raise RuntimeError(
+                f"{query}: {answer[1]} value bytes, expected {self.records * VALUE_BYTES}"
+            )
         return watch.seconds
