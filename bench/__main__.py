@@ -39,6 +39,7 @@ BENCHMARKS = [
     "peers",
     "soak",
     "spark",
+    "spark_files",
     "groups",
     "startup",
     "growth",

@@ -2,6 +2,7 @@
 
     protocol  <-  storage  <-  broker            nothing imports broker (but the CLI)
     protocol  <-  client   <-  spark   <-  pipelines
+    storage   <-  spark      (the file-backed reader: read-only, odradek.storage.log_view)
 
 All of them are ``odradek.<layer>``. ``odradek.cli`` is the composition root behind the
 ``odradek`` command: it may import every layer but the Spark ones, and nothing imports it.
@@ -39,7 +40,7 @@ ALLOWED = {
     "storage": {"protocol"},
     "broker": {"protocol", "storage"},
     "client": {"protocol"},
-    "spark": {"protocol", "client"},
+    "spark": {"protocol", "client", "storage"},
     "pipelines": {"protocol", "client", "spark"},
     "cli": LAYERS - {"cli", "pipelines", "spark"},
 }

@@ -82,11 +82,19 @@ class OdradekDataSource(DataSource):
         return read_schema(parse_bool(self.options, "includeHeaders", False))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from odradek.spark.files_source import FilesBatchReader, FilesOptions, has_log_dirs
+
+        if has_log_dirs(self.options):  # the log directories themselves, no broker
+            files = FilesOptions.parse(self.options)
+            _check_schema(schema, files.read)
+            return FilesBatchReader(files)
         options = ReadOptions.parse(self.options, streaming=False)
         _check_schema(schema, options)
         return OdradekBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if "log.dirs" in {k.lower() for k in self.options}:
+            raise OdradekOptionError("log.dirs", "reading log directories is batch only")
         options = ReadOptions.parse(self.options, streaming=True)
         _check_schema(schema, options)
         return OdradekStreamReader(options)
