@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
 		echo "kcat (a Kafka client the compatibility tests run) is missing: installing Debian's kcat"; \
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends kcat; } \
 		|| echo "could not install kcat: tests/broker/kafka/test_kcat.py will be skipped"; }
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Chromium (the console's browser tests drive it) is missing: installing Debian's chromium"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

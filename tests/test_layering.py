@@ -2,6 +2,7 @@
 
     protocol  <-  storage  <-  broker            nothing imports broker (but the CLI)
     protocol  <-  client   <-  spark   <-  pipelines
+    protocol  <-  client   <-  console (the web UI)
 
 All of them are ``odradek.<layer>``. ``odradek.cli`` is the composition root behind the
 ``odradek`` command: it may import every layer but the Spark ones, and nothing imports it.
@@ -30,6 +31,7 @@ LAYER_DIRS = {
     "spark": ROOT / "odradek" / "spark",
     "pipelines": ROOT / "odradek" / "pipelines",
     "cli": ROOT / "odradek" / "cli",
+    "console": ROOT / "odradek" / "console",
 }
 LAYERS = set(LAYER_DIRS)
 
@@ -41,6 +43,7 @@ ALLOWED = {
     "client": {"protocol"},
     "spark": {"protocol", "client"},
     "pipelines": {"protocol", "client", "spark"},
+    "console": {"protocol", "client"},
     "cli": LAYERS - {"cli", "pipelines", "spark"},
 }
 
