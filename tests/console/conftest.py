@@ -30,7 +30,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-FAST_GROUPS = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.ms=200"]
+BROKER_OVERRIDES = [
+    "group.initial.rebalance.delay.ms=0",
+    "group.min.session.timeout.ms=200",
+    "message.max.bytes=4194304",  # test_hostile produces a 2 MiB value
+]
 RATE_INTERVAL_MS = 300
 
 
@@ -38,6 +42,7 @@ class Console:
     """A running ``odradek console`` process and its base URL."""
 
     def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -77,7 +82,9 @@ class Console:
 
 @pytest.fixture(scope="package")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess([tmp_path_factory.mktemp("console") / "logs"], overrides=FAST_GROUPS)
+    process = BrokerProcess(
+        [tmp_path_factory.mktemp("console") / "logs"], overrides=BROKER_OVERRIDES
+    )
     process.start()
     yield process
     assert process.stop() == 0
