@@ -16,14 +16,16 @@ script or style, no frames, no plugins), so even an escaping mistake cannot run 
 Writes (``POST /api/topics``, ``POST /api/group/reset``) take a JSON body with ``execute``:
 ``false`` is the preview the confirmation step shows, ``true`` does it. They require
 ``Content-Type: application/json`` and, when the browser sends one, an ``Origin`` equal to the
-page's: a form on another site cannot post to them. There is no authentication: bind to
-loopback (the default) or put an authenticating proxy in front (docs/console.md).
+page's: a form on another site cannot post to them. Served on a loopback address, the
+console answers only requests whose ``Host`` is a loopback name (no DNS rebinding). There is
+no authentication: bind to loopback (the default) or put an authenticating proxy in front
+(docs/console.md).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -205,9 +207,12 @@ def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
     return page
 
 
-def create_app(bootstrap: str, *, rate_interval_ms: int = 2000) -> Starlette:
+def create_app(
+    bootstrap: str, *, rate_interval_ms: int = 2000, allowed_hosts: Iterable[str] | None = None
+) -> Starlette:
     """The console for the broker at ``bootstrap`` (``host:port[,host:port...]``). Its
-    lifespan opens the clients and runs the rate sampler; nothing connects before that."""
+    lifespan opens the clients and runs the rate sampler; nothing connects before that.
+    ``allowed_hosts``: the names a request's ``Host`` may carry (``None``: any)."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -237,15 +242,20 @@ def create_app(bootstrap: str, *, rate_interval_ms: int = 2000) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_SecurityHeaders)
+    app.add_middleware(
+        _Guard, allowed_hosts=None if allowed_hosts is None else frozenset(allowed_hosts)
+    )
     return app
 
 
-class _SecurityHeaders:
-    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response."""
+class _Guard:
+    """ASGI middleware: refuses a ``Host`` not in ``allowed_hosts`` (``None``: any), which
+    stops DNS rebinding (a page elsewhere whose name resolves to 127.0.0.1), and adds
+    :data:`SECURITY_HEADERS` to every HTTP response."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, allowed_hosts: frozenset[str] | None) -> None:
         self.app = app
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -259,4 +269,16 @@ class _SecurityHeaders:
                 message = {**message, "headers": headers}
             await send(message)
 
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if self.allowed_hosts is not None and host_name(host) not in self.allowed_hosts:
+            refused = json_response({"error": f"host {host!r} refused"}, 400)
+            await refused(scope, receive, send_with_headers)
+            return
         await self.app(scope, receive, send_with_headers)
+
+
+def host_name(host_header: str) -> str:
+    """The name in a ``Host`` header, without the port: ``[::1]:8080`` -> ``::1``."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if ":" in host_header else host_header

@@ -88,7 +88,9 @@ def _pretty_json(data: bytes) -> str | None:
         parsed = json.loads(data)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    return json.dumps(parsed, indent=2, ensure_ascii=False)
+    pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
+    # a lone surrogate ("\\ud800" in the JSON) cannot be sent as UTF-8: show it escaped
+    return pretty.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _hex_dump(data: bytes) -> str:

@@ -1,5 +1,9 @@
 """Run the console: bind the listen address, print the URL, serve with uvicorn until
-SIGINT/SIGTERM (uvicorn's graceful shutdown, then the app's lifespan closes the clients).
+SIGINT/SIGTERM (uvicorn's graceful shutdown, then the app's lifespan closes the clients;
+uvicorn then re-raises the signal, so the process ends as killed by it).
+
+Bound to a loopback address, the console answers only ``Host: 127.0.0.1 | localhost |
+[::1]`` (:class:`odradek.console.app._Guard`); bound elsewhere, any host name.
 
 The socket is bound and listening before the URL is printed, so a caller that reads the
 line (a test, a script) can connect at once: early connections wait in the backlog until
@@ -8,10 +12,12 @@ uvicorn accepts them. Port 0 binds an ephemeral port; the printed URL names the 
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import sys
 
 LISTEN_BACKLOG = 128
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -46,7 +52,12 @@ def serve(bootstrap: str, listen: str, *, rate_interval_ms: int = 2000) -> None:
     sock = bind(host, port)
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
-    app = create_app(bootstrap, rate_interval_ms=rate_interval_ms)
+    loopback = ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+    app = create_app(
+        bootstrap,
+        rate_interval_ms=rate_interval_ms,
+        allowed_hosts=LOOPBACK_NAMES if loopback else None,
+    )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     print(
         f"odradek console: http://{shown_host}:{bound_port}/ (broker {bootstrap})",

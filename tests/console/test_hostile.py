@@ -149,3 +149,18 @@ def test_writes_from_another_origin_are_refused(console: Console) -> None:
         assert reason in json.load(refused.value)["error"]
     with Admin(console.bootstrap) as admin:
         assert "from-elsewhere" not in admin.list_topics()
+
+
+def test_a_foreign_host_name_is_refused(console: Console) -> None:
+    # DNS rebinding: a page at evil.example whose name resolves to 127.0.0.1
+    request = urllib.request.Request(console.url + "/api/topics", headers={"Host": "evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 400
+    assert json.load(refused.value)["error"] == "host 'evil.example' refused"
+    port = console.url.rpartition(":")[2]
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+        request = urllib.request.Request(console.url + "/api/topics", headers={"Host": host})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+            assert "topics" in json.load(answer)
