@@ -11,7 +11,8 @@ A client sees no byte or request counters, but it sees offsets move:
 :class:`RateSampler` polls both every ``interval_ms`` (Metadata + ListOffsets through
 ``describe_topics``, ListGroups, OffsetFetch per group) and keeps the last
 ``history_samples`` samples; :meth:`RateSampler.series` turns consecutive samples into rates.
-A sample that fails (the broker is down) is skipped and its error kept for the page. A
+A sample that fails (the broker is down) is skipped and its error kept for the page;
+the next one is tried on time. A
 counter that goes down (a topic deleted and re-created, an offset reset) counts as rate 0.
 The sampler runs in the console's task group for the server's lifetime (:mod:`.app`).
 """
@@ -26,7 +27,6 @@ from typing import Any, NamedTuple
 import anyio
 
 from odradek.client import AsyncAdmin
-from odradek.client.errors import KafkaError
 
 
 class Sample(NamedTuple):
@@ -67,8 +67,8 @@ class RateSampler:
             try:
                 await self.sample()
                 self.last_error = None
-            except (KafkaError, OSError) as exc:
-                self.last_error = str(exc)
+            except Exception as exc:  # any failure: kept for the page, retried next time
+                self.last_error = f"{type(exc).__name__}: {exc}"
             await anyio.sleep(self.interval_ms / 1000)
 
     def series(self) -> dict[str, Any]:

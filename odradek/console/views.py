@@ -30,6 +30,16 @@ INACTIVE_GROUP_STATES = ("Empty", "Dead")
 MAX_MESSAGES_PER_PAGE = 200
 FETCH_PARTITION_MAX_BYTES = 1 << 20  # the broker still returns a larger first batch whole
 RESET_TARGETS = ("earliest", "latest", "offset", "timestamp")
+EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps: log start, log end offset
+
+
+async def _log_offsets(
+    admin: AsyncAdmin, tps: list[TopicPartition], timestamp_ms: int
+) -> dict[TopicPartition, int]:
+    """ListOffsets: the offset of each partition for ``timestamp_ms`` (or EARLIEST / LATEST);
+    a partition with no such record is left out."""
+    found = await admin.list_offsets(dict.fromkeys(tps, timestamp_ms))
+    return {tp: hit.offset for tp, hit in found.items() if hit is not None}
 
 
 async def _sizes_bytes(admin: AsyncAdmin) -> dict[TopicPartition, tuple[str, int]]:
@@ -135,41 +145,40 @@ async def read_messages(
     first record whose timestamp is at or after ``timestamp_ms`` (ListOffsets), each field
     rendered by :func:`odradek.console.records.render_record`."""
     limit = max(1, min(limit, MAX_MESSAGES_PER_PAGE))
-    start = await admin.list_offsets({tp: -2})
-    end = await admin.list_offsets({tp: -1})
-    log_start = start[tp].offset if start.get(tp) else 0
-    log_end = end[tp].offset if end.get(tp) else 0
+    log_start = (await _log_offsets(admin, [tp], EARLIEST)).get(tp, 0)
+    log_end = (await _log_offsets(admin, [tp], LATEST)).get(tp, 0)
     if timestamp_ms is not None:
         found = (await admin.list_offsets({tp: timestamp_ms})).get(tp)
         position = log_end if found is None else found.offset
     else:
         position = log_start if offset is None else min(max(offset, log_start), log_end)
-    first = position
+    first = next_offset = position
     records: list[dict[str, Any]] = []
-    while len(records) < limit and position < log_end:
+    while len(records) < limit and next_offset < log_end:
+        fetch_offset = next_offset
         fetched = (
             await client.fetch_raw(
-                {tp: position}, max_wait_ms=0, partition_max_bytes=FETCH_PARTITION_MAX_BYTES
+                {tp: fetch_offset}, max_wait_ms=0, partition_max_bytes=FETCH_PARTITION_MAX_BYTES
             )
         )[tp]
         if fetched.error is not None:
             raise fetched.error
         log_end = max(log_end, fetched.high_watermark)
-        cursor = BatchCursor(tp.topic, tp.partition, fetched.records, position)
+        cursor = BatchCursor(tp.topic, tp.partition, fetched.records, fetch_offset)
         while len(records) < limit and (batch := cursor.next_records()) is not None:
-            records += (
-                render_record(r, value_format, shown_bytes) for r in batch[: limit - len(records)]
-            )
-        if cursor.position == position:
-            break  # nothing whole came back: a batch beyond what the broker would send
-        position = records[-1]["offset"] + 1 if records else cursor.position
+            taken = batch[: limit - len(records)]  # a batch may be empty: control records
+            records += (render_record(r, value_format, shown_bytes) for r in taken)
+            cut = len(taken) < len(batch)
+            next_offset = taken[-1].offset + 1 if cut else cursor.position
+        if cursor.position == fetch_offset:
+            break  # nothing whole came back
     return {
         "topic": tp.topic,
         "partition": tp.partition,
         "log_start_offset": log_start,
         "log_end_offset": log_end,
         "first_offset": first,
-        "next_offset": records[-1]["offset"] + 1 if records else first,
+        "next_offset": next_offset,
         "format": value_format,
         "records": records,
     }
@@ -253,8 +262,6 @@ async def reset_group_offsets(
     without ``execute`` this is the preview the confirmation step shows."""
     if target not in RESET_TARGETS:
         raise ValueError(f"reset target must be one of {', '.join(RESET_TARGETS)}")
-    if target in ("offset", "timestamp") and value is None:
-        raise ValueError(f"a reset to a {target} needs a value")
     (group,) = await admin.describe_groups([group_id])
     if group.state not in INACTIVE_GROUP_STATES:
         raise ValueError(
@@ -263,25 +270,18 @@ async def reset_group_offsets(
         )
     (described,) = await admin.describe_topics([topic])
     tps = [TopicPartition(topic, p.partition) for p in sorted(described.partitions)]
-    starts = {
-        tp: hit.offset
-        for tp, hit in (await admin.list_offsets(dict.fromkeys(tps, -2))).items()
-        if hit
-    }
-    ends = {
-        tp: hit.offset
-        for tp, hit in (await admin.list_offsets(dict.fromkeys(tps, -1))).items()
-        if hit
-    }
+    starts = await _log_offsets(admin, tps, EARLIEST)
+    ends = await _log_offsets(admin, tps, LATEST)
     if target == "earliest":
         wanted = starts
     elif target == "latest":
         wanted = ends
+    elif value is None:
+        raise ValueError(f"a reset to a {target} needs a value")
     elif target == "offset":
         wanted = dict.fromkeys(tps, value)
-    else:
-        found = await admin.list_offsets(dict.fromkeys(tps, value))
-        wanted = {tp: ends[tp] if hit is None else hit.offset for tp, hit in found.items()}
+    else:  # no record at or after the timestamp: the log end
+        wanted = ends | await _log_offsets(admin, tps, value)
     offsets = {tp: min(max(off, starts[tp]), ends[tp]) for tp, off in wanted.items()}
     if execute:
         await admin.alter_group_offsets(group_id, offsets)
