@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from odradek.client import Admin, NewTopic, Producer
+from odradek.client import Admin, Consumer, NewTopic, Producer
 from tests.broker_process import REPO, BrokerProcess
 from tests.console.conftest import Console
 
@@ -122,6 +122,8 @@ def test_click_through_topic_partition_messages(
 
 def test_messages_as_json_and_hex(page: Page, console: Console, orders: str) -> None:
     page.goto(f"{console.url}/messages?topic={orders}&partition=0&offset=7&limit=2")
+    expect(page.locator("#messages-table tbody tr")).to_have_count(2)
+    assert page.locator("#browse-offset").input_value() == "7"  # the form shows the URL
     page.select_option("#browse-format", "json")
     page.click("#browse-button")
     value = page.locator("#messages-table tbody tr").nth(0).locator("td").nth(3).locator("pre")
@@ -158,29 +160,55 @@ def test_browse_by_timestamp(page: Page, console: Console, orders: str, tmp_path
     expect(page.locator("#error")).to_be_hidden()
 
 
-def test_rates_chart_shows_produced_records(
+def test_rates_chart_shows_produced_and_consumed_records(
     page: Page, console: Console, broker: BrokerProcess, orders: str, tmp_path: Path
 ) -> None:
     page.goto(console.url + "/rates")
     chart = page.locator("#rates-chart")
     expect(chart).to_be_visible()
     stop = threading.Event()
+    failures: list[BaseException] = []
 
     def produce() -> None:  # a steady trickle while the page polls
-        with Producer(broker.bootstrap, linger_ms=0) as producer:
-            while not stop.is_set():
-                producer.send(orders, b"rate", partition=2).result(timeout=10)
+        try:
+            with Producer(broker.bootstrap, linger_ms=0) as producer:
+                while not stop.is_set():
+                    producer.send(orders, b"rate", partition=2).result(timeout=10)
+        except BaseException as exc:
+            failures.append(exc)
 
-    producing = threading.Thread(target=produce)
-    producing.start()
+    def consume() -> None:  # a group reading and committing as it goes
+        try:
+            with Consumer(
+                bootstrap_servers=broker.bootstrap,
+                group_id="rates-readers",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+            ) as consumer:
+                consumer.subscribe([orders])
+                while not stop.is_set():
+                    if consumer.poll(timeout_ms=200, max_records=20):
+                        consumer.commit()
+        except BaseException as exc:
+            failures.append(exc)
+
+    workers = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for worker in workers:
+        worker.start()
     try:
-        rate = page.locator("#latest-table tbody tr", has_text=orders).locator("td").nth(3)
-        expect(rate).to_have_text(POSITIVE, timeout=30_000)
-        line = chart.locator("polyline.produce")
-        expect(line).to_have_attribute("points", re.compile(r"\S+ \S+"))  # 2 points or more
+        rows = page.locator("#latest-table tbody tr")
+        produced = rows.filter(has_text=orders).locator("td").nth(3)
+        expect(produced).to_have_text(POSITIVE, timeout=30_000)
+        consumed = rows.filter(has_text="rates-readers").locator("td").nth(3)
+        expect(consumed).to_have_text(POSITIVE, timeout=30_000)
+        for line in ("produce", "consume"):
+            points = chart.locator(f"polyline.{line}")
+            expect(points).to_have_attribute("points", re.compile(r"\S+ \S+"))  # 2 or more
         page.screenshot(path=tmp_path / "rates.png", full_page=True)
     finally:
         stop.set()
-        producing.join()
+        for worker in workers:
+            worker.join()
+    assert not failures, failures
     top = page.locator("#chart-max").text_content() or ""
     assert float(top.removesuffix("/s")) > 0, top

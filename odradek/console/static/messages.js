@@ -59,14 +59,20 @@ async function load() {
     delete query.timestamp_ms;
     next.href = "/messages?" + new URLSearchParams(query).toString();
   }
-  // the form shows what is shown
-  document.getElementById("browse-format").value = data.format;
-  if (params.limit) document.getElementById("browse-limit").value = params.limit;
+  const offsetInput = document.getElementById("browse-offset");
+  if (!offsetInput.value && !params.timestamp_ms) offsetInput.value = data.first_offset;
+}
+
+/** The form starts as the URL says (before the data arrives: a quick user is not overruled). */
+function showParams() {
+  const params = current();
+  if (param("format")) document.getElementById("browse-format").value = params.format;
+  document.getElementById("browse-limit").value = params.limit;
   if (params.timestamp_ms) {
     document.getElementById("browse-by").value = "timestamp";
     document.getElementById("browse-time").value = new Date(Number(params.timestamp_ms)).toISOString().slice(0, 23);
-  } else {
-    document.getElementById("browse-offset").value = data.first_offset;
+  } else if (params.offset) {
+    document.getElementById("browse-offset").value = params.offset;
   }
   switchInputs();
 }
@@ -98,4 +104,5 @@ document.getElementById("browse-form").addEventListener("submit", (event) => {
   window.location.search = new URLSearchParams(query).toString();
 });
 
+showParams();
 load().then(() => showError(null), showError);
