@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import anyio
 
 from odradek.client import AsyncAdmin
+from odradek.client.errors import KafkaError
 
 
 class Sample(NamedTuple):
@@ -68,7 +69,8 @@ class RateSampler:
                 await self.sample()
                 self.last_error = None
             except Exception as exc:  # any failure: kept for the page, retried next time
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                named = isinstance(exc, KafkaError)  # its text names its class already
+                self.last_error = str(exc) if named else f"{type(exc).__name__}: {exc}"
             await anyio.sleep(self.interval_ms / 1000)
 
     def series(self) -> dict[str, Any]:
