@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
@@ -58,6 +58,7 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 REQUEST_TIMEOUT_MS = 10_000
+T = TypeVar("T")
 MAX_BODY_BYTES = 64 * 1024
 
 
@@ -92,7 +93,7 @@ def _handler(
             return json_response({"error": f"broker unreachable: {exc}"}, 502)
         except KafkaError as exc:
             return json_response({"error": str(exc)}, 400)
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             return json_response({"error": f"bad request: {exc}"}, 400)
 
     return endpoint
@@ -130,6 +131,16 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def _field(body: dict[str, Any], name: str, kind: type[T]) -> T:
+    """``body[name]`` as a ``kind`` (``int`` also from a numeric string); ValueError if not."""
+    value = body.get(name)
+    if kind is int and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{name!r} must be a {kind.__name__}")
+    return value
+
+
 async def _topics(state: ConsoleState, request: Request) -> Any:
     return await views.topics_overview(state.admin)
 
@@ -164,12 +175,12 @@ async def _messages(state: ConsoleState, request: Request) -> Any:
 async def _create_topic(state: ConsoleState, request: Request) -> Any:
     body = await _json_body(request)
     configs = body.get("configs") or {}
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in configs.items()):
+    if not isinstance(configs, dict) or not all(isinstance(v, str) for v in configs.values()):
         raise ValueError("configs must map names to string values")
     return await views.create_topic(
         state.admin,
-        str(body["name"]),
-        int(body.get("partitions", -1)),
+        _field(body, "name", str),
+        _field(body, "partitions", int),
         configs,
         execute=body.get("execute") is True,
     )
@@ -186,11 +197,13 @@ async def _group(state: ConsoleState, request: Request) -> Any:
 async def _reset(state: ConsoleState, request: Request) -> Any:
     body = await _json_body(request)
     value = body.get("value")
+    if value is not None and value != "" and not isinstance(value, (int, str)):
+        raise ValueError("value must be a number")
     return await views.reset_group_offsets(
         state.admin,
-        str(body["group_id"]),
-        str(body["topic"]),
-        str(body["target"]),
+        _field(body, "group_id", str),
+        _field(body, "topic", str),
+        _field(body, "target", str),
         None if value is None or value == "" else int(value),
         execute=body.get("execute") is True,
     )

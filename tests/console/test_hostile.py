@@ -164,3 +164,34 @@ def test_a_foreign_host_name_is_refused(console: Console) -> None:
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 200
             assert "topics" in json.load(answer)
+
+
+def test_malformed_writes_are_bad_requests(console: Console) -> None:
+    cases = [
+        ("topics", b"{not json", "bad request: Expecting property name"),
+        ("topics", b"[1, 2]", "bad request: the body must be a JSON object"),
+        ("topics", b'{"name": 5, "partitions": 1}', "bad request: 'name' must be a str"),
+        ("topics", b'{"name": "x", "partitions": true}', "bad request: 'partitions' must be a int"),
+        (
+            "topics",
+            b'{"name": "x", "partitions": 1, "configs": [1]}',
+            "bad request: configs must map",
+        ),
+        ("group/reset", b"{}", "bad request: 'group_id' must be a str"),
+        (
+            "group/reset",
+            b'{"group_id": "g", "topic": "t", "target": "sideways"}',
+            "bad request: reset target must be one of earliest, latest, offset, timestamp",
+        ),
+    ]
+    for path, body, error in cases:
+        request = urllib.request.Request(
+            f"{console.url}/api/{path}",
+            data=body,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400, body
+        assert json.load(refused.value)["error"].startswith(error), body
