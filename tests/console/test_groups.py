@@ -144,7 +144,18 @@ def test_reset_offsets_through_the_confirmation(
     expect(confirm).to_be_hidden()
     assert _committed(admin, "audit") == dict.fromkeys(TPS, PER_PARTITION)
 
+    # by timestamp: the first record at or after it; past the last record, the log end
+    page.select_option("#reset-target", "timestamp")
+    page.fill("#reset-value", "0")
+    page.click("#reset-button")
+    expect(preview.nth(0).locator("td")).to_have_text([TOPIC, "0", "0"])
+    page.fill("#reset-value", str(4_000_000_000_000))  # the year 2096
+    page.click("#reset-button")
+    expect(preview.nth(0).locator("td")).to_have_text([TOPIC, "0", str(PER_PARTITION)])
+    assert _committed(admin, "audit") == dict.fromkeys(TPS, PER_PARTITION)
+
     page.select_option("#reset-target", "earliest")
+    page.fill("#reset-value", "")
     page.click("#reset-button")
     expect(preview.nth(0).locator("td")).to_have_text([TOPIC, "0", "0"])
     page.click("#reset-yes")
