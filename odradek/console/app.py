@@ -11,7 +11,8 @@ Pages (``static/<page>.html``, each with its own small script, no inline code)::
 The pages fetch ``/api/...`` (same names and parameters) and put every value into the DOM
 with ``textContent``; nothing from the broker is ever parsed as HTML. Every response carries a
 strict Content-Security-Policy (scripts, styles and fetches from this origin only; no inline
-script or style, no frames, no plugins), so even an escaping mistake cannot run a script.
+script, handler or style, no frames, no plugins), so markup that an escaping mistake let
+into a page still could not run a script.
 
 Writes (``POST /api/topics``, ``POST /api/group/reset``) take a JSON body with ``execute``:
 ``false`` is the preview the confirmation step shows, ``true`` does it. They require
@@ -57,9 +58,9 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
-REQUEST_TIMEOUT_MS = 10_000
+REQUEST_TIMEOUT_MS = 10_000  # per broker request, reconnection attempts included
+MAX_BODY_BYTES = 64 * 1024  # of a write's JSON body
 T = TypeVar("T")
-MAX_BODY_BYTES = 64 * 1024
 
 
 class ConsoleState:
@@ -231,14 +232,16 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state = ConsoleState(bootstrap, rate_interval_ms)
         app.state.console = state
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(state.sampler.run)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
-                await state.admin.close()
-                await state.client.close()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(state.sampler.run)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()  # the sampler; the closes below run uncancelled
+        finally:
+            await state.admin.close()
+            await state.client.close()
 
     routes = [
         Route("/", _page("topics")),
