@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test dist reliability lint format bench clean
+.PHONY: install run test dist reliability lint format bench clean screenshots
 
 install: $(STAMP)
 
@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
 		echo "kcat (a Kafka client the compatibility tests run) is missing: installing Debian's kcat"; \
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends kcat; } \
 		|| echo "could not install kcat: tests/broker/kafka/test_kcat.py will be skipped"; }
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "Chromium (the console's browser tests drive it) is missing: installing Debian's chromium"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -33,6 +36,10 @@ test: $(STAMP)
 	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py \
 		tests/protocol/test_validate.py tests/protocol/test_validate_native.py \
 		tests/protocol/kafka/test_produce_native.py
+
+# The README's console screenshot (docs/console.png), taken by the console's browser tests.
+screenshots: $(STAMP)
+	ODRADEK_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/console/test_pages.py
 
 # The sdist and the wheel (built from the sdist), checked as a package index checks them.
 dist: $(STAMP)

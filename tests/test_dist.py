@@ -109,8 +109,23 @@ def test_the_wheel_holds_odradek_alone(dist: Dist) -> None:
     (info,) = dist_info
     assert "odradek/py.typed" in names
     assert f"{info}/licenses/LICENSE" in names
-    for layer in ("protocol", "storage", "broker", "client", "cli", "spark", "pipelines"):
+    for layer in (
+        "protocol",
+        "storage",
+        "broker",
+        "client",
+        "cli",
+        "console",
+        "spark",
+        "pipelines",
+    ):
         assert f"odradek/{layer}/__init__.py" in names, layer
+    # the console's pages, styles and scripts (package data: no CDN, nothing to build)
+    static = REPO / "odradek" / "console" / "static"
+    shipped = sorted(p.name for p in static.iterdir())
+    assert {"topics.html", "common.js", "console.css"} <= set(shipped)
+    for name in shipped:
+        assert f"odradek/console/static/{name}" in names, name
     compiled = sorted(n for n in names if n.endswith(".so"))
     modules = [n.split(".")[0] for n in compiled]
     assert modules == [*CLIENT_COMPILED, *PROTOCOL_COMPILED], compiled

@@ -3,6 +3,7 @@
     protocol  <-  storage  <-  broker            nothing imports broker (but the CLI)
     protocol  <-  client   <-  spark   <-  pipelines
     storage   <-  spark      (the file-backed reader: read-only, odradek.storage.log_view)
+    protocol  <-  client   <-  console (the web UI)
 
 All of them are ``odradek.<layer>``. ``odradek.cli`` is the composition root behind the
 ``odradek`` command: it may import every layer but the Spark ones, and nothing imports it.
@@ -31,6 +32,7 @@ LAYER_DIRS = {
     "spark": ROOT / "odradek" / "spark",
     "pipelines": ROOT / "odradek" / "pipelines",
     "cli": ROOT / "odradek" / "cli",
+    "console": ROOT / "odradek" / "console",
 }
 LAYERS = set(LAYER_DIRS)
 
@@ -42,6 +44,7 @@ ALLOWED = {
     "client": {"protocol"},
     "spark": {"protocol", "client", "storage"},
     "pipelines": {"protocol", "client", "spark"},
+    "console": {"protocol", "client"},
     "cli": LAYERS - {"cli", "pipelines", "spark"},
 }
 

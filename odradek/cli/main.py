@@ -19,6 +19,7 @@ SUBCOMMANDS: list[str] = [
     "odradek.cli.consume",
     "odradek.cli.groups",
     "odradek.cli.perf",
+    "odradek.cli.console",
     "odradek.cli.dump_log",
     "odradek.cli.repair_log",
 ]
