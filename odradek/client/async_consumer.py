@@ -108,10 +108,11 @@ class AsyncConsumer(LagMixin):
         """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
         self._grouped().member.subscribe(topics, pattern, listener)
-        self._iterator = []
+        self._rewind()
         self._grouped().wake()
 
     async def unsubscribe(self) -> None:
+        self._rewind()
         await self._grouped().run(self._grouped().member.leave_op())
 
     async def commit(
@@ -168,32 +169,34 @@ class AsyncConsumer(LagMixin):
     # -- assignment --------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._fetcher.assign(partitions)
-        self._iterator = []
+        self._rewind()
         self._kick()
 
     def assignment(self) -> set[TopicPartition]:
         return self._fetcher.assignment()
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._rewind()
         self._fetcher.seek(tp, offset)
-        self._iterator = []
         self._kick()
 
     async def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        self._rewind()
         for tp in tps or self.assignment():
             self._fetcher.request_reset(tp, "earliest")
-        self._iterator = []
         self._kick()
 
     async def seek_to_end(self, *tps: TopicPartition) -> None:
+        self._rewind()
         for tp in tps or self.assignment():
             self._fetcher.request_reset(tp, "latest")
-        self._iterator = []
         self._kick()
 
     async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record to be returned (resolving a pending reset)."""
         tp = TopicPartition(*tp)
         self._fetcher._check(tp)
+        self._rewind()
         await self._resolve_positions()
         position = self._fetcher.positions[tp]
         assert position is not None
@@ -208,6 +211,14 @@ class AsyncConsumer(LagMixin):
         wanted = self._fetcher.reset_requests()
         if wanted:
             self._fetcher.apply_resets(await self._client.list_offsets(wanted))
+
+    def _rewind(self) -> None:
+        """Give the records drained for iteration but not yet yielded back to the fetcher
+        (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
+        start at the first record not yielded."""
+        if self._iterator:
+            self._fetcher.unread(self._iterator[::-1])
+            self._iterator = []
 
     def _kick(self) -> None:
         if self._need_fetch is not None:
@@ -225,9 +236,10 @@ class AsyncConsumer(LagMixin):
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        return await self._client.list_offsets(
-            {TopicPartition(*tp): ts for tp, ts in timestamps.items()}
-        )
+        """The first offset of each partition whose record timestamp is >= the timestamp
+        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
+        other negative timestamps."""
+        return await self._client.run(ops.offsets_for_times_op(timestamps))
 
     async def topics(self) -> set[str]:
         meta = await self._client.metadata(None)
@@ -276,7 +288,7 @@ class AsyncConsumer(LagMixin):
         all assigned partitions are returned), waiting up to ``timeout_ms`` for some."""
         if self._tg is None:
             raise KafkaError("consumer is not started")
-        self._iterator = []
+        self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._fetcher.raise_errors()

@@ -30,7 +30,14 @@ from odradek.client.errors import (
     for_code,
 )
 from odradek.client.partitioner import Partitioner, UserPartitioner
-from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
+from odradek.client.producer_core import (
+    ProducerConfig,
+    TopicPartitionCounts,
+    as_bytes,
+    handle_produce_response,
+    retry_at_s,
+    topic_error,
+)
 from odradek.client.record_buffer import record_size
 from odradek.client.types import RecordMetadata, TopicPartition
 
@@ -91,6 +98,7 @@ class AsyncProducer:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
         max_block_ms: int = 60_000,
+        metadata_max_age_ms: int = 300_000,
         client_id: str = "odradek-python",
     ) -> None:
         self.config = cfg = ProducerConfig.make(
@@ -107,7 +115,7 @@ class AsyncProducer:
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=retry_backoff_max_ms,
             max_block_ms=max_block_ms,
-            metadata_max_age_ms=300_000,
+            metadata_max_age_ms=metadata_max_age_ms,
         )
         self._client = AsyncClient(
             bootstrap_servers,
@@ -118,7 +126,8 @@ class AsyncProducer:
         )
         self._partitioner = Partitioner(partitioner)
         self._batch_size = min(cfg.batch_size, cfg.max_request_size - BATCH_HEADER_BYTES)
-        self._partition_counts: dict[str, int] = {}
+        self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, _monotonic())
+        self._partition_counts = self._metadata.counts
         self._acc = Accumulator(
             batch_size=cfg.batch_size,
             linger_s=cfg.linger_ms / 1000,
@@ -183,9 +192,10 @@ class AsyncProducer:
     ) -> DeliveryHandle:
         if self._tg is None or self._closing:
             raise KafkaError("producer is not started (or is stopping)")
-        for name, data in (("value", value), ("key", key)):
-            if data is not None and not isinstance(data, bytes):
-                raise TypeError(f"{name} must be bytes or None, not {type(data).__name__}")
+        if type(value) is not bytes and value is not None:
+            value = as_bytes(value, "value")
+        if type(key) is not bytes and key is not None:
+            key = as_bytes(key, "key")
         count = self._partition_counts.get(topic)
         if count is None:
             try:
@@ -270,6 +280,9 @@ class AsyncProducer:
                 if batches:
                     self._in_flight.append(batches)
                     tg.start_soon(self._send_batches, batches)
+                    stale_topics = self._metadata.due(now)
+                    if stale_topics is not None:
+                        tg.start_soon(self._refresh_metadata, stale_topics)
                     continue
             if self._closing and not acc.unfinished() and not self._in_flight:
                 return
@@ -314,19 +327,22 @@ class AsyncProducer:
             if outcome is None:
                 self._acc.buffered_bytes -= batch.size_bytes
                 continue
-            delay_s = backoff_ms(batch.attempts - 1, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
-            if (
-                getattr(outcome, "retriable", False)
-                and batch.attempts <= cfg.retries
-                and now + delay_s / 1000 < batch.deadline_s
-            ):
-                batch.retry_at_s = now + delay_s / 1000
+            at_s = retry_at_s(cfg, batch, outcome, now)
+            if at_s is not None:
+                batch.retry_at_s = at_s
                 retry.append(batch)
             else:
                 batch.complete(error=outcome)
                 self._acc.buffered_bytes -= batch.size_bytes
         if retry:
             self._acc.requeue(retry)
+
+    async def _refresh_metadata(self, topics: list[str]) -> None:
+        try:
+            meta = await self._client.metadata(topics)
+        except KafkaError:
+            return  # kept as it was; asked again after metadata_max_age_ms
+        self._metadata.update(meta.topics)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

@@ -196,10 +196,10 @@ class Consumer(LagMixin):
     def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        for ts in timestamps.values():
-            if ts < 0:
-                raise ValueError(f"timestamps must be >= 0, not {ts}")
-        return self._client.list_offsets({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        """The first offset of each partition whose record timestamp is >= the timestamp
+        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
+        other negative timestamps."""
+        return self._client.run(ops.offsets_for_times_op(timestamps))
 
     def topics(self) -> set[str]:
         return {

@@ -57,7 +57,14 @@ from odradek.client.errors import (
     for_code,
 )
 from odradek.client.partitioner import Partitioner, UserPartitioner
-from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
+from odradek.client.producer_core import (
+    ProducerConfig,
+    TopicPartitionCounts,
+    as_bytes,
+    handle_produce_response,
+    retry_at_s,
+    topic_error,
+)
 from odradek.client.record_buffer import PyTailAppender, TailAppender, record_size
 from odradek.client.sync_client import Client
 from odradek.client.types import TopicPartition
@@ -121,8 +128,8 @@ class Producer:
         self._batch_size = min(cfg.batch_size, cfg.max_request_size - BATCH_HEADER_BYTES)
         self._buffer_memory = cfg.buffer_memory
         self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
-        self._partition_counts: dict[str, int] = {}
-        self._metadata_at_s = _monotonic()
+        self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, _monotonic())
+        self._partition_counts = self._metadata.counts  # read by send() (hot path)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
@@ -180,9 +187,9 @@ class Producer:
         headers: list[tuple[str, bytes | None]] | None,
     ) -> Future[Any]:
         if type(value) is not bytes and value is not None:
-            value = _to_bytes(value, "value")
+            value = as_bytes(value, "value")
         if type(key) is not bytes and key is not None:
-            key = _to_bytes(key, "key")
+            key = as_bytes(key, "key")
         count = self._partition_counts.get(topic)
         if count is None:
             try:
@@ -338,8 +345,9 @@ class Producer:
                 stale.close()
                 continue
             self._send_batches(batches)
-            if _monotonic() - self._metadata_at_s > cfg.metadata_max_age_ms / 1000:
-                self._refresh_metadata()
+            stale_topics = self._metadata.due(_monotonic())
+            if stale_topics is not None:
+                self._refresh_metadata(stale_topics)
 
     def _send_batches(self, batches: list[Batch]) -> None:
         self._acc.encode(batches)
@@ -403,29 +411,18 @@ class Producer:
             self._wake.notify_all()
 
     def _may_retry(self, batch: Batch, error: BaseException, now: float) -> bool:
-        cfg = self.config
-        if not getattr(error, "retriable", False) or self._closed:
+        at_s = None if self._closed else retry_at_s(self.config, batch, error, now)
+        if at_s is None:
             return False
-        if batch.attempts > cfg.retries:
-            return False
-        delay_s = backoff_ms(batch.attempts - 1, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
-        if now + delay_s / 1000 >= batch.deadline_s:
-            return False
-        batch.retry_at_s = now + delay_s / 1000
+        batch.retry_at_s = at_s
         return True
 
-    def _refresh_metadata(self) -> None:
-        self._metadata_at_s = _monotonic()
-        topics = list(self._partition_counts)
-        if not topics:
-            return
+    def _refresh_metadata(self, topics: list[str]) -> None:
         try:
             meta = self._client.metadata(topics)
         except KafkaError:
-            return
-        for name, info in meta.topics.items():
-            if not info.error_code and info.partitions:
-                self._partition_counts[name] = len(info.partitions)
+            return  # kept as it was; asked again after metadata_max_age_ms
+        self._metadata.update(meta.topics)
 
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
@@ -497,9 +494,3 @@ def _wait_batches(batches: list[Batch], timeout: float | None, done: threading.E
     for batch in batches:
         batch.add_done_callback(one)
     return done.wait(timeout)
-
-
-def _to_bytes(data: Any, what: str) -> bytes:
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    raise TypeError(f"{what} must be bytes or None, not {type(data).__name__} (serialize it first)")
