@@ -148,6 +148,10 @@ class Face:
         self.bootstrap = bootstrap
         self.portal = portal
 
+    def with_bootstrap(self, bootstrap: str) -> Face:
+        """The same face (and event loop) for other ``bootstrap_servers``."""
+        return Face(self.name, bootstrap, self.portal)
+
     @property
     def is_async(self) -> bool:
         return self.portal is not None

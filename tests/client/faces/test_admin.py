@@ -3,11 +3,15 @@ deletion, log dirs, and the errors they raise."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 import pytest
 
 from odradek.client import (
     InvalidPartitionsError,
     InvalidTopicError,
+    KafkaTimeoutError,
     NewTopic,
     OffsetAndTimestamp,
     PartitionInfo,
@@ -67,3 +71,14 @@ def test_offsets_and_record_deletion(face: Face, topic: str) -> None:
         dirs = admin.describe_log_dirs([topic])
         assert [tp in d.partitions for d in dirs.values()] == [True]
         assert all(d.error is None for d in dirs.values())
+
+
+def test_a_silent_bootstrap_server_is_passed_over(face: Face, topic: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts (backlog), never answers
+        servers = f"127.0.0.1:{silent.getsockname()[1]},{face.bootstrap}"
+        with face.with_bootstrap(servers).admin(request_timeout_ms=300) as admin:
+            # trying the silent server may take the first call's whole request_timeout_ms
+            with contextlib.suppress(KafkaTimeoutError):
+                admin.list_topics()
+            admin.create_topics([NewTopic(topic, 1)])  # connected to the second server
+            assert topic in admin.list_topics()
