@@ -13,7 +13,8 @@ same task. Consumer groups: with ``group_id``, a group task in the same task gro
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -42,7 +43,8 @@ class AsyncConsumer(core.ConsumerCore):
     _client_type = AsyncClient
 
     def _init_face(self) -> None:
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
+        self._lifetime: AsyncExitStack | None = None
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
@@ -86,34 +88,64 @@ class AsyncConsumer(core.ConsumerCore):
         return consumed_offsets(self._fetcher.positions, self._iterator)
 
     # -- lifetime ----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """The consumer's lifetime: its fetch task (and group task) run in a task group entered
+        with ``async with``; on the way out they are cancelled, then the group member commits
+        (with auto-commit) and leaves, then the connection closes."""
+        entered = False
+        try:
+            await self._client.connection()
+            self._need_fetch = anyio.Event()
+            self._data = anyio.Event()
+            body_error = None
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                entered = True
+                tg.start_soon(self._fetch_loop)
+                if self._group is not None:
+                    tg.start_soon(self._group.loop)
+                try:
+                    yield
+                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
+                    body_error = exc
+                finally:
+                    tg.cancel_scope.cancel()
+            if body_error is not None:
+                raise body_error
+        finally:
+            self._tg = None
+            try:
+                if entered and self._group is not None:
+                    self._rewind()
+                    await self._group.close()
+            finally:
+                await self._client.close()
+
     async def start(self) -> None:
-        await self._client.connection()
-        self._need_fetch = anyio.Event()
-        self._data = anyio.Event()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._fetch_loop)
-        if self._group is not None:
-            self._tg.start_soon(self._group.loop)
+        """Connect and start fetching, as ``async with`` does; :meth:`stop` must then be
+        called from the same task (the task group's rule). Raises ``KafkaConnectionError``
+        if no bootstrap server answers."""
+        if self._lifetime is not None:
+            raise KafkaError("consumer already started")
+        lifetime = AsyncExitStack()
+        await lifetime.enter_async_context(self._running())
+        self._lifetime = lifetime
 
     async def stop(self) -> None:
-        if self._tg is None:
-            return
-        tg, self._tg = self._tg, None
-        tg.cancel_scope.cancel()
-        try:
-            await tg.__aexit__(None, None, None)
-            if self._group is not None:
-                await self._group.close()
-        finally:
-            await self._client.close()
+        """Stop fetching; commit (with auto-commit) and leave the group; close the connection."""
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.aclose()
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+    async def __aexit__(self, *exc: Any) -> None:
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.__aexit__(*exc)
 
     # -- assignment --------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:

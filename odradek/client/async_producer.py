@@ -5,15 +5,16 @@ Configuration, partitioning, record checks, the retry decision and the handling 
 responses are :class:`~odradek.client.producer_core.ProducerCore`'s, the blocking producer's too
 (the same :class:`~odradek.client.accumulator.Accumulator`). A sender task in the
 producer's own task group closes lingering batches and sends Produce requests, each in a task
-of its own (up to ``max_in_flight_requests_per_connection``). ``start()`` enters that task
-group and ``stop()`` leaves it, so both must be called from the same task (``async with``
-does this for you).
+of its own (up to ``max_in_flight_requests_per_connection``). The task group is entered with
+``async with`` (``_running``); ``async with AsyncProducer(...)`` holds it open, and so do
+``start()`` / ``stop()``, which must then be called from the same task.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Generator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -79,37 +80,62 @@ class AsyncProducer(ProducerCore):
         self._in_flight: list[list[Batch]] = []
         self._flushing = 0
         self._closing = False
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
+        self._lifetime: AsyncExitStack | None = None
         self._wake: anyio.Event | None = None
         self._progress: anyio.Event | None = None
 
     # -- lifetime ----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """The producer's lifetime: its sender task runs in a task group entered with
+        ``async with``; on the way out the sender delivers what is queued (a cancellation
+        stops it at once), then the connection closes."""
+        try:
+            await self._client.connection()  # fail fast if no broker answers
+            self._wake = anyio.Event()
+            self._progress = anyio.Event()
+            body_error = None
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._run_sender)
+                try:
+                    yield
+                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
+                    body_error = exc
+                finally:
+                    self._closing = True
+                    self._notify()
+            if body_error is not None:
+                raise body_error
+        finally:
+            self._tg = None
+            await self._client.close()
+
     async def start(self) -> None:
-        await self._client.connection()  # fail fast if no broker answers
-        self._wake = anyio.Event()
-        self._progress = anyio.Event()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._run_sender)
+        """Connect and start the sender, as ``async with`` does; :meth:`stop` must then be
+        called from the same task (the task group's rule). Raises ``KafkaConnectionError``
+        if no bootstrap server answers."""
+        if self._lifetime is not None:
+            raise KafkaError("producer already started")
+        lifetime = AsyncExitStack()
+        await lifetime.enter_async_context(self._running())
+        self._lifetime = lifetime
 
     async def stop(self) -> None:
         """Deliver everything queued, then stop the sender and close the connection."""
-        if self._tg is None:
-            return
-        self._closing = True
-        self._notify()
-        tg, self._tg = self._tg, None
-        try:
-            await tg.__aexit__(None, None, None)
-        finally:
-            await self._client.close()
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.aclose()
 
     async def __aenter__(self) -> AsyncProducer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+    async def __aexit__(self, *exc: Any) -> None:
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.__aexit__(*exc)
 
     def _notify(self) -> None:
         if self._wake is not None:

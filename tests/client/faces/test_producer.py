@@ -178,3 +178,16 @@ def test_partitions_added_while_running_are_used(face: Face, topic: str) -> None
                 assert time.monotonic() < deadline, f"only partitions {used} used"
                 used.add(producer.send(topic, b"v").result().partition)
             assert producer.partitions_for(topic) == {0, 1, 2}
+
+
+def test_an_error_in_the_with_block_comes_out_as_itself(face: Face, topic: str) -> None:
+    class Mine(Exception):
+        pass
+
+    with pytest.raises(Mine), face.producer() as producer:
+        delivery = producer.send(topic, b"queued")
+        raise Mine
+    assert delivery.result().offset == 0  # what was queued was still delivered
+    with pytest.raises(Mine), face.consumer() as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        raise Mine
