@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -27,12 +27,13 @@ from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember, OffsetAndMetadata
 from odradek.client.group_driver import AsyncGroup, consumed_offsets
+from odradek.client.lifetime import AsyncLifetime
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["AsyncConsumer"]
 
 
-class AsyncConsumer(core.ConsumerCore):
+class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     """The async consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
     Use it in one event loop (asyncio, uvloop or trio), from one task at a time, inside
@@ -44,7 +45,6 @@ class AsyncConsumer(core.ConsumerCore):
 
     def _init_face(self) -> None:
         self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
-        self._lifetime: AsyncExitStack | None = None
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
@@ -121,31 +121,6 @@ class AsyncConsumer(core.ConsumerCore):
                     await self._group.close()
             finally:
                 await self._client.close()
-
-    async def start(self) -> None:
-        """Connect and start fetching, as ``async with`` does; :meth:`stop` must then be
-        called from the same task (the task group's rule). Raises ``KafkaConnectionError``
-        if no bootstrap server answers."""
-        if self._lifetime is not None:
-            raise KafkaError("consumer already started")
-        lifetime = AsyncExitStack()
-        await lifetime.enter_async_context(self._running())
-        self._lifetime = lifetime
-
-    async def stop(self) -> None:
-        """Stop fetching; commit (with auto-commit) and leave the group; close the connection."""
-        lifetime, self._lifetime = self._lifetime, None
-        if lifetime is not None:
-            await lifetime.aclose()
-
-    async def __aenter__(self) -> AsyncConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        lifetime, self._lifetime = self._lifetime, None
-        if lifetime is not None:
-            await lifetime.__aexit__(*exc)
 
     # -- assignment --------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Generator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -23,6 +23,7 @@ import anyio.abc
 from odradek.client.accumulator import Batch
 from odradek.client.async_client import AsyncClient
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.lifetime import AsyncLifetime
 from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
 from odradek.client.types import RecordMetadata, TopicPartition
 
@@ -63,7 +64,7 @@ class DeliveryHandle:
         return self._result().__await__()
 
 
-class AsyncProducer(ProducerCore):
+class AsyncProducer(AsyncLifetime, ProducerCore):
     """The async producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
 
     Use it in one event loop (asyncio, uvloop or trio), inside ``async with`` (or between
@@ -81,7 +82,6 @@ class AsyncProducer(ProducerCore):
         self._flushing = 0
         self._closing = False
         self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
-        self._lifetime: AsyncExitStack | None = None
         self._wake: anyio.Event | None = None
         self._progress: anyio.Event | None = None
 
@@ -111,31 +111,6 @@ class AsyncProducer(ProducerCore):
         finally:
             self._tg = None
             await self._client.close()
-
-    async def start(self) -> None:
-        """Connect and start the sender, as ``async with`` does; :meth:`stop` must then be
-        called from the same task (the task group's rule). Raises ``KafkaConnectionError``
-        if no bootstrap server answers."""
-        if self._lifetime is not None:
-            raise KafkaError("producer already started")
-        lifetime = AsyncExitStack()
-        await lifetime.enter_async_context(self._running())
-        self._lifetime = lifetime
-
-    async def stop(self) -> None:
-        """Deliver everything queued, then stop the sender and close the connection."""
-        lifetime, self._lifetime = self._lifetime, None
-        if lifetime is not None:
-            await lifetime.aclose()
-
-    async def __aenter__(self) -> AsyncProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        lifetime, self._lifetime = self._lifetime, None
-        if lifetime is not None:
-            await lifetime.__aexit__(*exc)
 
     def _notify(self) -> None:
         if self._wake is not None:
