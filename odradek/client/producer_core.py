@@ -17,6 +17,7 @@ from odradek.client.partitioner import Partitioner, UserPartitioner
 from odradek.client.record_buffer import record_size
 from odradek.client.types import ClusterMetadata, TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import Compression
 
 __all__ = [
@@ -132,11 +133,14 @@ def retry_at_s(
 def topic_error(topic: str, info: TopicMetadata | None) -> KafkaError | None:
     """The error that keeps records from being sent to ``topic``, if any."""
     if info is None:
-        return for_code(3, f"topic {topic!r} missing from the metadata response")
+        return for_code(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"topic {topic!r} missing from the metadata response",
+        )
     if info.error_code:
         return for_code(info.error_code, f"topic {topic!r}")
     if not info.partitions:
-        return for_code(5, f"topic {topic!r} has no partitions yet")
+        return for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"topic {topic!r} has no partitions yet")
     return None
 
 
@@ -167,7 +171,13 @@ def handle_produce_response(
     for batch in batches:
         part = results.get(batch.tp)
         if part is None:
-            yield batch, for_code(-1, f"no result for {batch.tp} in the Produce response")
+            yield (
+                batch,
+                for_code(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"no result for {batch.tp} in the Produce response",
+                ),
+            )
         elif part.error_code:
             yield (
                 batch,
@@ -334,12 +344,17 @@ class ProducerCore:
         if partition is None:
             partition = self._partitioner.partition(topic, key, count)
         elif not 0 <= partition < count:
-            return for_code(3, f"{topic} has {count} partitions, not {partition}")
+            return for_code(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"{topic} has {count} partitions, not {partition}",
+            )
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
         size = record_size(key, value, headers)
         if size > self._max_record_bytes:
-            return for_code(10, f"record of ~{size} bytes exceeds max_request_size")
+            return for_code(
+                ErrorCode.MESSAGE_TOO_LARGE, f"record of ~{size} bytes exceeds max_request_size"
+            )
         return partition, timestamp_ms, size
 
     def _produce_request(self, batches: list[Batch]) -> tuple[m.ProduceRequest, list[Any]]:
