@@ -283,9 +283,7 @@ class Producer(ProducerCore):
         """The connection, if a request on it waited longer than request_timeout_ms."""
         limit_s = self.config.request_timeout_ms / 1000
         if any(now - sent > limit_s for sent, _ in self._in_flight.values()):
-            conn = self._client._conn
-            if conn is not None and not conn.closed:
-                return conn
+            return self._client.open_connection()
         return None
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:

@@ -68,6 +68,11 @@ class Client(ClientCore):
                 self._conn = conn = self._bootstrap()
             return conn
 
+    def open_connection(self) -> BlockingConnection | None:
+        """The connection if one is open, without connecting (``None`` otherwise)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
+
     def _bootstrap(self) -> BlockingConnection:
         errors = []
         timeout_s = self.request_timeout_ms / 1000

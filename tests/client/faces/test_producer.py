@@ -10,6 +10,7 @@ import pytest
 from odradek.client import (
     InvalidTopicError,
     KafkaError,
+    KafkaTimeoutError,
     MessageSizeTooLargeError,
     NewTopic,
     RecordMetadata,
@@ -191,3 +192,15 @@ def test_an_error_in_the_with_block_comes_out_as_itself(face: Face, topic: str) 
     with pytest.raises(Mine), face.consumer() as consumer:
         consumer.assign([TopicPartition(topic, 0)])
         raise Mine
+
+
+def test_flush_raises_when_its_timeout_passes(face: Face, topic: str) -> None:
+    with face.producer(linger_ms=60_000, acks="all") as producer:
+        first = producer.send(topic, b"first")
+        producer.flush(10)  # the topic is known now: the next send only queues
+        assert first.result().offset == 0
+        delivery = producer.send(topic, b"v" * 100_000)
+        with pytest.raises(KafkaTimeoutError):
+            producer.flush(0)  # no broker answers in no time
+        producer.flush(10)
+        assert delivery.result().offset == 1
