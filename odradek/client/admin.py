@@ -26,10 +26,29 @@ from odradek.client.types import (
     TopicPartition,
 )
 
-__all__ = ["Admin", "AsyncAdmin"]
+__all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
 
-class Admin:
+class AdminCore:
+    """An admin client: topics, partitions, configs, log dirs, offsets, groups.
+
+    Args:
+      bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those.
+      client_id: sent with every request.
+      request_timeout_ms: how long a request may go unanswered; also the broker's own
+        timeout for topic creation and deletion.
+      retry_backoff_ms: the first wait between reconnection attempts (doubling).
+
+    Raises:
+      ValueError: a malformed bootstrap address.
+
+    Each call raises the first per-item error the broker answers, in request order (see the
+    module's documentation), :class:`~odradek.client.errors.KafkaConnectionError` or
+    :class:`~odradek.client.errors.KafkaTimeoutError`.
+    """
+
+    _client_type: Any  # the face's client class: Client or AsyncClient
+
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str],
@@ -38,13 +57,22 @@ class Admin:
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
     ) -> None:
-        self._client = Client(
+        self._client = self._client_type(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
         )
         self._timeout_ms = request_timeout_ms
+
+
+class Admin(AdminCore):
+    """The blocking admin client. Parameters and errors: :class:`AdminCore`.
+
+    Thread-safety: any thread may call it, several at once (requests are pipelined).
+    """
+
+    _client_type = Client
 
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> None:
         self._client.run(a.create_topics_op(new_topics, validate_only, self._timeout_ms))
@@ -115,22 +143,13 @@ class Admin:
         self.close()
 
 
-class AsyncAdmin:
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-    ) -> None:
-        self._client = AsyncClient(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-        )
-        self._timeout_ms = request_timeout_ms
+class AsyncAdmin(AdminCore):
+    """The async admin client. Parameters and errors: :class:`AdminCore`.
+
+    Use it in one event loop (asyncio, uvloop or trio); its tasks may call it at once.
+    """
+
+    _client_type = AsyncClient
 
     async def create_topics(
         self, new_topics: list[NewTopic], *, validate_only: bool = False

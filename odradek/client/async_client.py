@@ -23,7 +23,8 @@ import anyio
 import anyio.abc
 
 from odradek.client import ops
-from odradek.client.core import ProtocolCore, ProtocolViolation, backoff_ms, parse_bootstrap
+from odradek.client.core import ClientCore, ProtocolCore, ProtocolViolation
+from odradek.client.drivers import drive_async
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.types import (
     ClusterMetadata,
@@ -164,24 +165,17 @@ class AsyncConnection:
         await self._stream.aclose()
 
 
-class AsyncClient:
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-    ) -> None:
-        self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
-        self.client_id = client_id
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
+class AsyncClient(ClientCore):
+    """The low-level async client. Parameters and errors: :class:`~.core.ClientCore`.
+
+    Use it in one event loop (asyncio, uvloop or trio); any number of its tasks may call it at
+    once (their requests are pipelined). Cancelling a call that waits for its response drops
+    that response when it arrives; the other calls go on.
+    """
+
+    def _init_face(self) -> None:
         self._conn: AsyncConnection | None = None
-        self._conn_lock: anyio.Lock | None = None
-        self._closed = False
+        self._conn_lock: anyio.Lock | None = None  # made in the event loop, by connection()
 
     async def connection(self) -> AsyncConnection:
         conn = self._conn
@@ -227,20 +221,14 @@ class AsyncClient:
 
     @staticmethod
     async def _drive(op: ops.Op[Any], conn: AsyncConnection) -> Any:
-        try:
-            call = next(op)
-            while True:
-                call = op.send(await conn.request(call.request, call.raw))
-        except StopIteration as stop:
-            return stop.value
+        """Run an operation on one connection, without retries (the handshake)."""
+        return await drive_async(op, lambda call: conn.request(call.request, call.raw))
 
     async def call(
         self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
     ) -> tuple[m.Response | None, memoryview]:
         """Send any request and wait for its response; ``(None, empty)`` for acks=0."""
-        timeout_ms = self.request_timeout_ms
-        if isinstance(request, m.FetchRequest):
-            timeout_ms += request.max_wait_ms
+        timeout_ms = self._timeout_ms(request)
         deadline = time.monotonic() + timeout_ms / 1000
         attempt = 0
         while True:
@@ -255,24 +243,15 @@ class AsyncClient:
                     ) from None
                 return (None, _EMPTY) if result is None else result
             except KafkaConnectionError:
-                delay_s = backoff_ms(attempt, self.retry_backoff_ms, self.retry_backoff_max_ms)
-                if self._closed or time.monotonic() + delay_s / 1000 >= deadline:
+                delay_s = self._reconnect_delay_s(attempt, time.monotonic(), deadline)
+                if delay_s is None:
                     raise
-                await anyio.sleep(delay_s / 1000)  # backoff between reconnection attempts
+                await anyio.sleep(delay_s)  # backoff between reconnection attempts
                 attempt += 1
 
     async def run(self, op: ops.Op[Any]) -> Any:
-        try:
-            call = next(op)
-            while True:
-                try:
-                    result = await self.call(call.request, call.raw)
-                except Exception as exc:
-                    call = op.throw(exc)
-                else:
-                    call = op.send(result)
-        except StopIteration as stop:
-            return stop.value
+        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) with :meth:`call`."""
+        return await drive_async(op, lambda call: self.call(call.request, call.raw))
 
     async def metadata(
         self, topics: list[str] | None = None, *, allow_auto_create: bool = False

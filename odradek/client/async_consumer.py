@@ -13,93 +13,44 @@ same task. Consumer groups: with ``group_id``, a group task in the same task gro
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.async_client import AsyncClient
 from odradek.client.core import backoff_ms
-from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
-from odradek.client.fetcher import Fetcher
+from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import AsyncGroup, LagMixin, consumed_offsets
+from odradek.client.group_driver import AsyncGroup, consumed_offsets
+from odradek.client.lifetime import AsyncLifetime
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 
 __all__ = ["AsyncConsumer"]
 
 
-def _offsets(
-    found: Mapping[TopicPartition, OffsetAndTimestamp | None],
-) -> dict[TopicPartition, int]:
-    return {tp: hit.offset for tp, hit in found.items() if hit is not None}
+class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
+    """The async consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
+    Use it in one event loop (asyncio, uvloop or trio), from one task at a time, inside
+    ``async with`` (or between ``start()`` and ``stop()`` called from the same task). Cancelling
+    ``getmany``/``getone`` loses no record: what was drained stays buffered for the next call.
+    """
 
-class AsyncConsumer(LagMixin):
-    def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str],
-        group_id: str | None = None,
-        client_id: str = "odradek-python",
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-        max_poll_records: int = 500,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        consumer_timeout_ms: float | None = None,
-        **group_options: Any,
-    ) -> None:
-        self._fetcher = Fetcher(
-            auto_offset_reset=auto_offset_reset,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            fetch_min_bytes=fetch_min_bytes,
-            fetch_max_bytes=fetch_max_bytes,
-            max_partition_fetch_bytes=max_partition_fetch_bytes,
-        )
-        self._client = AsyncClient(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
-        self.max_poll_records = max_poll_records
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
-        self.consumer_timeout_ms = consumer_timeout_ms
-        self._tg: anyio.abc.TaskGroup | None = None
+    _client_type = AsyncClient
+
+    def _init_face(self) -> None:
+        self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
-        self._group: AsyncGroup | None = None
-        if group_id is not None:  # group options: see client.group.GroupMember
-            member = GroupMember(
-                group_id,
-                self._fetcher,
-                client_id=client_id,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                retry_backoff_ms=retry_backoff_ms,
-                retry_backoff_max_ms=retry_backoff_max_ms,
-                request_timeout_ms=request_timeout_ms,
-                **group_options,
-            )
-            self._group = AsyncGroup(
-                self._client, member, self._consumed, self._kick, self._fetcher.errors
-            )
-            if topics:
-                member.subscribe(topics)
-        elif topics or group_options:
-            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
+
+    def _make_group(self, member: GroupMember) -> AsyncGroup:
+        return AsyncGroup(self._client, member, self._consumed, self._kick, self._fetcher.errors)
 
     # -- consumer groups ---------------------------------------------------------------------
     def subscribe(
@@ -108,10 +59,11 @@ class AsyncConsumer(LagMixin):
         """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
         self._grouped().member.subscribe(topics, pattern, listener)
-        self._iterator = []
+        self._rewind()
         self._grouped().wake()
 
     async def unsubscribe(self) -> None:
+        self._rewind()
         await self._grouped().run(self._grouped().member.leave_op())
 
     async def commit(
@@ -128,86 +80,83 @@ class AsyncConsumer(LagMixin):
         return None if found is None else found.offset
 
     def _grouped(self) -> AsyncGroup:
-        if self._group is None:
-            raise ValueError("this needs a consumer with a group_id")
+        self._member()  # raises without a group_id
+        assert self._group is not None
         return self._group
 
     def _consumed(self) -> dict[TopicPartition, int]:
         return consumed_offsets(self._fetcher.positions, self._iterator)
 
     # -- lifetime ----------------------------------------------------------------------------
-    async def start(self) -> None:
-        await self._client.connection()
-        self._need_fetch = anyio.Event()
-        self._data = anyio.Event()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._fetch_loop)
-        if self._group is not None:
-            self._tg.start_soon(self._group.loop)
-
-    async def stop(self) -> None:
-        if self._tg is None:
-            return
-        tg, self._tg = self._tg, None
-        tg.cancel_scope.cancel()
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """The consumer's lifetime: its fetch task (and group task) run in a task group entered
+        with ``async with``; on the way out they are cancelled, then the group member commits
+        (with auto-commit) and leaves, then the connection closes."""
+        entered = False
         try:
-            await tg.__aexit__(None, None, None)
-            if self._group is not None:
-                await self._group.close()
+            await self._client.connection()
+            self._need_fetch = anyio.Event()
+            self._data = anyio.Event()
+            body_error = None
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                entered = True
+                tg.start_soon(self._fetch_loop)
+                if self._group is not None:
+                    tg.start_soon(self._group.loop)
+                try:
+                    yield
+                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
+                    body_error = exc
+                finally:
+                    tg.cancel_scope.cancel()
+            if body_error is not None:
+                raise body_error
         finally:
-            await self._client.close()
-
-    async def __aenter__(self) -> AsyncConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+            self._tg = None
+            try:
+                if entered and self._group is not None:
+                    self._rewind()
+                    await self._group.close()
+            finally:
+                await self._client.close()
 
     # -- assignment --------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self._fetcher.assign(partitions)
-        self._iterator = []
+        self._rewind()
         self._kick()
 
-    def assignment(self) -> set[TopicPartition]:
-        return self._fetcher.assignment()
-
     def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._rewind()
         self._fetcher.seek(tp, offset)
-        self._iterator = []
         self._kick()
 
     async def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        self._rewind()
         for tp in tps or self.assignment():
             self._fetcher.request_reset(tp, "earliest")
-        self._iterator = []
         self._kick()
 
     async def seek_to_end(self, *tps: TopicPartition) -> None:
+        self._rewind()
         for tp in tps or self.assignment():
             self._fetcher.request_reset(tp, "latest")
-        self._iterator = []
         self._kick()
 
     async def position(self, tp: TopicPartition) -> int:
-        tp = TopicPartition(*tp)
-        self._fetcher._check(tp)
-        await self._resolve_positions()
-        position = self._fetcher.positions[tp]
-        assert position is not None
-        return position
+        """The offset of the next record to be returned (resolving a pending reset)."""
+        self._rewind()
+        return await self._client.run(core.position_op(self._fetcher, tp))
 
-    async def _resolve_positions(self) -> None:
-        missing = self._fetcher.missing_positions()
-        if missing:
-            raise OffsetOutOfRangeError(
-                f"no position for {missing} and auto_offset_reset='none' (seek first)"
-            )
-        wanted = self._fetcher.reset_requests()
-        if wanted:
-            self._fetcher.apply_resets(await self._client.list_offsets(wanted))
+    def _rewind(self) -> None:
+        """Give the records drained for iteration but not yet yielded back to the fetcher
+        (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
+        start at the first record not yielded."""
+        if self._iterator:
+            self._fetcher.unread(self._iterator[::-1])
+            self._iterator = []
 
     def _kick(self) -> None:
         if self._need_fetch is not None:
@@ -215,27 +164,24 @@ class AsyncConsumer(LagMixin):
 
     # -- offsets lookups ---------------------------------------------------------------------
     async def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        found = await self._client.list_offsets({TopicPartition(*tp): -2 for tp in tps})
-        return _offsets(found)
+        return await self._client.run(core.offsets_op(tps, core.EARLIEST))
 
     async def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        found = await self._client.list_offsets({TopicPartition(*tp): -1 for tp in tps})
-        return _offsets(found)
+        return await self._client.run(core.offsets_op(tps, core.LATEST))
 
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        return await self._client.list_offsets(
-            {TopicPartition(*tp): ts for tp, ts in timestamps.items()}
-        )
+        """The first offset of each partition whose record timestamp is >= the timestamp
+        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
+        other negative timestamps."""
+        return await self._client.run(ops.offsets_for_times_op(timestamps))
 
     async def topics(self) -> set[str]:
-        meta = await self._client.metadata(None)
-        return {n for n, i in meta.topics.items() if not i.is_internal and not i.error_code}
+        return await self._client.run(core.topics_op())
 
     async def partitions_for_topic(self, topic: str) -> set[int] | None:
-        info = (await self._client.metadata([topic])).topics.get(topic)
-        return None if info is None or info.error_code else set(info.partitions)
+        return await self._client.run(core.partitions_for_topic_op(topic))
 
     # -- fetching ----------------------------------------------------------------------------
     async def _fetch_loop(self) -> None:
@@ -243,7 +189,7 @@ class AsyncConsumer(LagMixin):
         failures = 0
         while True:
             try:
-                await self._resolve_positions()
+                await self._client.run(core.resolve_positions_op(fetcher))
                 offsets = fetcher.fetchable()
                 if not offsets:
                     assert self._need_fetch is not None
@@ -276,7 +222,7 @@ class AsyncConsumer(LagMixin):
         all assigned partitions are returned), waiting up to ``timeout_ms`` for some."""
         if self._tg is None:
             raise KafkaError("consumer is not started")
-        self._iterator = []
+        self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             self._fetcher.raise_errors()

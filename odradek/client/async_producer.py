@@ -1,43 +1,35 @@
 """The async producer (anyio), aiokafka-style: ``await start()`` / ``await stop()`` or
 ``async with``; ``fut = await p.send(...)`` then ``md = await fut``; ``await send_and_wait``.
 
-Batching, partitioning, retries and errors are those of :class:`odradek.client.producer.Producer`
-(same :class:`~odradek.client.accumulator.Accumulator` and response handling). A sender task in the
+Configuration, partitioning, record checks, the retry decision and the handling of Produce
+responses are :class:`~odradek.client.producer_core.ProducerCore`'s, the blocking producer's too
+(the same :class:`~odradek.client.accumulator.Accumulator`). A sender task in the
 producer's own task group closes lingering batches and sends Produce requests, each in a task
-of its own (up to ``max_in_flight_requests_per_connection``). ``start()`` enters that task
-group and ``stop()`` leaves it, so both must be called from the same task (``async with``
-does this for you).
+of its own (up to ``max_in_flight_requests_per_connection``). The task group is entered with
+``async with`` (``_running``); ``async with AsyncProducer(...)`` holds it open, and so do
+``start()`` / ``stop()``, which must then be called from the same task.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import AsyncIterator, Generator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from odradek.client import ops
-from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
+from odradek.client.accumulator import Batch
 from odradek.client.async_client import AsyncClient
-from odradek.client.core import backoff_ms
-from odradek.client.errors import (
-    KafkaConnectionError,
-    KafkaError,
-    KafkaTimeoutError,
-    UnknownTopicOrPartitionError,  # type: ignore[attr-defined]
-    for_code,
-)
-from odradek.client.partitioner import Partitioner, UserPartitioner
-from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
-from odradek.client.record_buffer import record_size
+from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.lifetime import AsyncLifetime
+from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
 from odradek.client.types import RecordMetadata, TopicPartition
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
 
 _monotonic = time.monotonic
-_time_ns = time.time_ns
 
 
 class DeliveryHandle:
@@ -72,94 +64,53 @@ class DeliveryHandle:
         return self._result().__await__()
 
 
-class AsyncProducer:
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        acks: int | str = 1,
-        linger_ms: int = 5,
-        batch_size: int = 1_048_576,
-        buffer_memory: int = 33_554_432,
-        compression_type: str | None = None,
-        partitioner: str | UserPartitioner = "default",
-        max_request_size: int = 1_048_576,
-        max_in_flight_requests_per_connection: int = 5,
-        delivery_timeout_ms: int = 120_000,
-        request_timeout_ms: int = 30_000,
-        retries: int = 2_147_483_647,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        max_block_ms: int = 60_000,
-        client_id: str = "odradek-python",
-    ) -> None:
-        self.config = cfg = ProducerConfig.make(
-            acks=acks,
-            linger_ms=linger_ms,
-            batch_size=batch_size,
-            buffer_memory=buffer_memory,
-            compression_type=compression_type,
-            max_request_size=max_request_size,
-            max_in_flight=max_in_flight_requests_per_connection,
-            delivery_timeout_ms=delivery_timeout_ms,
-            request_timeout_ms=request_timeout_ms,
-            retries=retries,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            max_block_ms=max_block_ms,
-            metadata_max_age_ms=300_000,
-        )
-        self._client = AsyncClient(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
-        self._partitioner = Partitioner(partitioner)
-        self._batch_size = min(cfg.batch_size, cfg.max_request_size - BATCH_HEADER_BYTES)
-        self._partition_counts: dict[str, int] = {}
-        self._acc = Accumulator(
-            batch_size=cfg.batch_size,
-            linger_s=cfg.linger_ms / 1000,
-            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
-            on_batch_closed=self._on_batch_closed,
-        )
-        self._acc.compression = cfg.compression
+class AsyncProducer(AsyncLifetime, ProducerCore):
+    """The async producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
+
+    Use it in one event loop (asyncio, uvloop or trio), inside ``async with`` (or between
+    ``start()`` and ``stop()`` called from the same task). ``await send(...)`` waits only for
+    a topic's first metadata or for buffer memory (up to ``max_block_ms``) and returns a
+    :class:`DeliveryHandle`; cancelling the ``send`` before it returns queues nothing, and
+    cancelling an ``await handle`` leaves the record queued. ``stop()`` delivers what is
+    queued.
+    """
+
+    _client_type = AsyncClient
+
+    def _init_face(self) -> None:
         self._in_flight: list[list[Batch]] = []
         self._flushing = 0
         self._closing = False
-        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
         self._wake: anyio.Event | None = None
         self._progress: anyio.Event | None = None
 
     # -- lifetime ----------------------------------------------------------------------------
-    async def start(self) -> None:
-        await self._client.connection()  # fail fast if no broker answers
-        self._wake = anyio.Event()
-        self._progress = anyio.Event()
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        self._tg.start_soon(self._run_sender)
-
-    async def stop(self) -> None:
-        """Deliver everything queued, then stop the sender and close the connection."""
-        if self._tg is None:
-            return
-        self._closing = True
-        self._notify()
-        tg, self._tg = self._tg, None
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        """The producer's lifetime: its sender task runs in a task group entered with
+        ``async with``; on the way out the sender delivers what is queued (a cancellation
+        stops it at once), then the connection closes."""
         try:
-            await tg.__aexit__(None, None, None)
+            await self._client.connection()  # fail fast if no broker answers
+            self._wake = anyio.Event()
+            self._progress = anyio.Event()
+            body_error = None
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._run_sender)
+                try:
+                    yield
+                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
+                    body_error = exc
+                finally:
+                    self._closing = True
+                    self._notify()
+            if body_error is not None:
+                raise body_error
         finally:
+            self._tg = None
             await self._client.close()
-
-    async def __aenter__(self) -> AsyncProducer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     def _notify(self) -> None:
         if self._wake is not None:
@@ -183,28 +134,21 @@ class AsyncProducer:
     ) -> DeliveryHandle:
         if self._tg is None or self._closing:
             raise KafkaError("producer is not started (or is stopping)")
-        for name, data in (("value", value), ("key", key)):
-            if data is not None and not isinstance(data, bytes):
-                raise TypeError(f"{name} must be bytes or None, not {type(data).__name__}")
+        if type(value) is not bytes and value is not None:
+            value = as_bytes(value, "value")
+        if type(key) is not bytes and key is not None:
+            key = as_bytes(key, "key")
         count = self._partition_counts.get(topic)
         if count is None:
             try:
                 count = await self._wait_for_topic(topic)
             except KafkaError as exc:
                 return DeliveryHandle(None, error=exc)
-        if partition is None:
-            partition = self._partitioner.partition(topic, key, count)
-        elif not 0 <= partition < count:
-            return DeliveryHandle(
-                None,
-                error=UnknownTopicOrPartitionError(f"{topic} has {count} partitions"),
-            )
-        if timestamp_ms is None:
-            timestamp_ms = _time_ns() // 1_000_000
-        size = record_size(key, value, headers)
+        placed = self._place(topic, key, value, partition, timestamp_ms, headers, count)
+        if isinstance(placed, KafkaError):
+            return DeliveryHandle(None, error=placed)
+        partition, timestamp_ms, size = placed
         cfg = self.config
-        if size + BATCH_HEADER_BYTES > cfg.max_request_size:
-            return DeliveryHandle(None, error=for_code(10, f"record of ~{size} bytes too large"))
         acc = self._acc
         if acc.buffered_bytes >= cfg.buffer_memory:
             with anyio.fail_after(cfg.max_block_ms / 1000):
@@ -225,32 +169,18 @@ class AsyncProducer:
     async def send_and_wait(self, topic: str, value: bytes | None = None, **kwargs: Any) -> Any:
         return await (await self.send(topic, value, **kwargs))
 
-    def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
-        self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
-
     async def _wait_for_topic(self, topic: str) -> int:
-        cfg = self.config
-        deadline = _monotonic() + cfg.max_block_ms / 1000
-        attempt = 0
+        """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
+        wait = TopicWait(topic, self.config, self._metadata, _monotonic())
         while True:
             meta = await self._client.metadata([topic], allow_auto_create=True)
-            info = meta.topics.get(topic)
-            error = topic_error(topic, info)
-            if error is None:
-                assert info is not None
-                self._partition_counts[topic] = len(info.partitions)
-                return len(info.partitions)
-            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
-            if not error.retriable or _monotonic() + delay_s >= deadline:
-                if error.retriable:
-                    error = type(error)(
-                        f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
-                    )
-                raise error
-            await anyio.sleep(delay_s)
-            attempt += 1
+            delay_s = wait.step(meta, _monotonic())
+            if delay_s is None:
+                return self._partition_counts[topic]
+            await anyio.sleep(delay_s)  # backoff before asking the broker again
 
     async def partitions_for(self, topic: str) -> set[int]:
+        """The partitions of ``topic`` as last seen (waiting for its metadata the first time)."""
         count = self._partition_counts.get(topic)
         if count is None:
             count = await self._wait_for_topic(topic)
@@ -270,6 +200,9 @@ class AsyncProducer:
                 if batches:
                     self._in_flight.append(batches)
                     tg.start_soon(self._send_batches, batches)
+                    stale_topics = self._metadata.due(now)
+                    if stale_topics is not None:
+                        tg.start_soon(self._refresh_metadata, stale_topics)
                     continue
             if self._closing and not acc.unfinished() and not self._in_flight:
                 return
@@ -280,14 +213,7 @@ class AsyncProducer:
 
     async def _send_batches(self, batches: list[Batch]) -> None:
         cfg = self.config
-        self._acc.encode(batches)
-        request, raw = ops.build_produce(
-            {b.tp: b.data for b in batches},  # type: ignore[misc]
-            acks=cfg.acks,
-            timeout_ms=cfg.request_timeout_ms,
-        )
-        for batch in batches:
-            batch.attempts += 1
+        request, raw = self._produce_request(batches)
         response: Any = None
         error: BaseException | None = None
         try:
@@ -307,26 +233,17 @@ class AsyncProducer:
         self._on_progress()
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        retry: list[Batch] = []
-        now = _monotonic()
-        cfg = self.config
-        for batch, outcome in handle_produce_response(batches, response, error):
-            if outcome is None:
-                self._acc.buffered_bytes -= batch.size_bytes
-                continue
-            delay_s = backoff_ms(batch.attempts - 1, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
-            if (
-                getattr(outcome, "retriable", False)
-                and batch.attempts <= cfg.retries
-                and now + delay_s / 1000 < batch.deadline_s
-            ):
-                batch.retry_at_s = now + delay_s / 1000
-                retry.append(batch)
-            else:
-                batch.complete(error=outcome)
-                self._acc.buffered_bytes -= batch.size_bytes
+        retry, freed = self._settle(batches, response, error, retry_ok=True)
+        self._acc.buffered_bytes -= freed
         if retry:
             self._acc.requeue(retry)
+
+    async def _refresh_metadata(self, topics: list[str]) -> None:
+        try:
+            meta = await self._client.metadata(topics)
+        except KafkaError:
+            return  # kept as it was; asked again after metadata_max_age_ms
+        self._metadata.update(meta.topics)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

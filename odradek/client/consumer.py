@@ -13,17 +13,17 @@ auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from itertools import chain
 from typing import Any
 
+from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.core import backoff_ms
-from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
-from odradek.client.fetcher import Fetcher
+from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import BlockingGroup, LagMixin, consumed_offsets
+from odradek.client.group_driver import BlockingGroup, consumed_offsets
 from odradek.client.sync_client import Client
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 
@@ -32,49 +32,17 @@ __all__ = ["Consumer"]
 _monotonic = time.monotonic
 
 
-class Consumer(LagMixin):
-    def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str],
-        group_id: str | None = None,
-        client_id: str = "odradek-python",
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-        max_poll_records: int = 500,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        consumer_timeout_ms: float | None = None,
-        **group_options: Any,
-    ) -> None:
-        self._fetcher = Fetcher(
-            auto_offset_reset=auto_offset_reset,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            fetch_min_bytes=fetch_min_bytes,
-            fetch_max_bytes=fetch_max_bytes,
-            max_partition_fetch_bytes=max_partition_fetch_bytes,
-        )
-        self._client = Client(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
-        self.group_id = group_id
-        self.enable_auto_commit = enable_auto_commit
-        self.auto_commit_interval_ms = auto_commit_interval_ms
-        self.max_poll_records = max_poll_records
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
-        self.consumer_timeout_ms = consumer_timeout_ms
+class Consumer(core.ConsumerCore):
+    """The blocking consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
+
+    Thread-safety: one thread at a time (as kafka-python's); the group's heartbeats run on a
+    daemon thread of their own. ``poll`` and iteration block the calling thread up to their
+    timeout; rebalance callbacks run inside ``poll``.
+    """
+
+    _client_type = Client
+
+    def _init_face(self) -> None:
         self._in_flight: tuple[dict[TopicPartition, int], Future[Any]] | None = None
         self._not_before_s = 0.0  # fetch backoff after a retriable error
         self._failures = 0
@@ -83,24 +51,9 @@ class Consumer(LagMixin):
         self._iter_records: list[ConsumerRecord] = []
         self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._closed = False
-        self._group: BlockingGroup | None = None
-        if group_id is not None:  # group options: see client.group.GroupMember
-            member = GroupMember(
-                group_id,
-                self._fetcher,
-                client_id=client_id,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                retry_backoff_ms=retry_backoff_ms,
-                retry_backoff_max_ms=retry_backoff_max_ms,
-                request_timeout_ms=request_timeout_ms,
-                **group_options,
-            )
-            self._group = BlockingGroup(self._client, member, self._consumed)
-            if topics:
-                member.subscribe(topics)
-        elif topics or group_options:
-            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
+
+    def _make_group(self, member: GroupMember) -> BlockingGroup:
+        return BlockingGroup(self._client, member, self._consumed)
 
     # -- consumer groups -----------------------------------------------------------------------
     def subscribe(
@@ -126,11 +79,6 @@ class Consumer(LagMixin):
         found = self._run(self._member().committed_op([tp])).get(TopicPartition(*tp))
         return None if found is None else found.offset
 
-    def _member(self) -> GroupMember:
-        if self._group is None:
-            raise ValueError("this needs a consumer with a group_id")
-        return self._group.member
-
     def _run(self, op: Any) -> Any:
         self._member()
         assert self._group is not None
@@ -149,9 +97,6 @@ class Consumer(LagMixin):
         self._fetcher.assign(partitions)
         self._rewind()
 
-    def assignment(self) -> set[TopicPartition]:
-        return self._fetcher.assignment()
-
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._fetcher.seek(tp, offset)
         self._rewind()
@@ -168,51 +113,29 @@ class Consumer(LagMixin):
 
     def position(self, tp: TopicPartition) -> int:
         """The offset of the next record to be returned (resolving a pending reset)."""
-        tp = TopicPartition(*tp)
-        self._fetcher._check(tp)
         self._rewind()
-        self._resolve_positions()
-        position = self._fetcher.positions[tp]
-        assert position is not None
-        return position
-
-    def _resolve_positions(self) -> None:
-        missing = self._fetcher.missing_positions()
-        if missing:
-            raise OffsetOutOfRangeError(
-                f"no position for {missing} and auto_offset_reset='none' (seek first)"
-            )
-        wanted = self._fetcher.reset_requests()
-        if wanted:
-            self._fetcher.apply_resets(self._client.list_offsets(wanted))
+        return self._client.run(core.position_op(self._fetcher, tp))
 
     # -- offsets lookups -----------------------------------------------------------------------
     def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return _offsets(self._client.list_offsets({TopicPartition(*tp): -2 for tp in tps}))
+        return self._client.run(core.offsets_op(tps, core.EARLIEST))
 
     def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return _offsets(self._client.list_offsets({TopicPartition(*tp): -1 for tp in tps}))
+        return self._client.run(core.offsets_op(tps, core.LATEST))
 
     def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        for ts in timestamps.values():
-            if ts < 0:
-                raise ValueError(f"timestamps must be >= 0, not {ts}")
-        return self._client.list_offsets({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        """The first offset of each partition whose record timestamp is >= the timestamp
+        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
+        other negative timestamps."""
+        return self._client.run(ops.offsets_for_times_op(timestamps))
 
     def topics(self) -> set[str]:
-        return {
-            name
-            for name, info in self._client.metadata(None).topics.items()
-            if not info.is_internal and not info.error_code
-        }
+        return self._client.run(core.topics_op())
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
-        info = self._client.metadata([topic]).topics.get(topic)
-        if info is None or info.error_code:
-            return None
-        return set(info.partitions)
+        return self._client.run(core.partitions_for_topic_op(topic))
 
     # -- polling -------------------------------------------------------------------------------
     def poll(
@@ -233,7 +156,7 @@ class Consumer(LagMixin):
             if self._group is not None:
                 self._group.step()
             fetcher.raise_errors()
-            self._resolve_positions()
+            self._client.run(core.resolve_positions_op(fetcher))
             records = fetcher.drain(max_records)
             if records:
                 self._prefetch()
@@ -356,7 +279,3 @@ class Consumer(LagMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _offsets(found: dict[TopicPartition, OffsetAndTimestamp | None]) -> dict[TopicPartition, int]:
-    return {tp: hit.offset for tp, hit in found.items() if hit is not None}

@@ -15,7 +15,9 @@
 Invariant: every token handed to ``send`` for a request that expects a response comes back
 exactly once, from ``receive`` or from :meth:`ProtocolCore.fail_all`.
 
-Also here: bootstrap-address parsing and the exponential backoff schedule used by retries.
+Also here: bootstrap-address parsing, the exponential backoff schedule used by retries, and
+:class:`ClientCore`, what the blocking and async clients share (their constructor, timeouts and
+the reconnection decision).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 from odradek.protocol import messages as m
 from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer, FrameDecoder, FrameError
 
-__all__ = ["ProtocolCore", "ProtocolViolation", "backoff_ms", "parse_bootstrap"]
+__all__ = ["ClientCore", "ProtocolCore", "ProtocolViolation", "backoff_ms", "parse_bootstrap"]
 
 _MAX_CORRELATION_ID = 2**31 - 1
 
@@ -124,3 +126,60 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
 def backoff_ms(attempt: int, base_ms: int, max_ms: int) -> int:
     """Delay before retry number ``attempt`` (0-based): ``base * 2**attempt`` capped at max."""
     return min(base_ms * (1 << min(attempt, 30)), max_ms)
+
+
+class ClientCore:
+    """A connection to one broker, made lazily and remade after a loss, over which any
+    request can be sent (pipelined): the base of :class:`odradek.client.sync_client.Client`
+    and :class:`odradek.client.async_client.AsyncClient`, which add the I/O.
+
+    Args:
+      bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those, tried in
+        order; an address the broker advertises is preferred when it is reachable.
+      client_id: sent with every request.
+      request_timeout_ms: how long a request may go unanswered (a Fetch: plus its
+        ``max_wait_ms``), reconnection attempts included.
+      retry_backoff_ms, retry_backoff_max_ms: the wait between reconnection attempts,
+        doubling from the one to the other.
+
+    Raises:
+      ValueError: a malformed bootstrap address.
+
+    A call raises :class:`~odradek.client.errors.KafkaConnectionError` when no connection
+    could be made (or kept) in time and :class:`~odradek.client.errors.KafkaTimeoutError` when
+    the broker did not answer in time; error codes in responses are the operations' to raise.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        client_id: str = "odradek-python",
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+    ) -> None:
+        self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self._closed = False
+        self._init_face()
+
+    def _init_face(self) -> None:
+        """The face's connection state (set up last)."""
+
+    def _timeout_ms(self, request: m.Request) -> int:
+        """How long ``request`` may take: a Fetch long-polls ``max_wait_ms`` more."""
+        if isinstance(request, m.FetchRequest):
+            return self.request_timeout_ms + request.max_wait_ms
+        return self.request_timeout_ms
+
+    def _reconnect_delay_s(self, attempt: int, now_s: float, deadline_s: float) -> float | None:
+        """The backoff before reconnection attempt ``attempt + 1``, or ``None`` if the call
+        must give up (the client is closed, or the backoff would end past its deadline)."""
+        delay_s = backoff_ms(attempt, self.retry_backoff_ms, self.retry_backoff_max_ms) / 1000
+        if self._closed or now_s + delay_s >= deadline_s:
+            return None
+        return delay_s

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from odradek.client.async_client import AsyncClient
+from odradek.client.drivers import drive, drive_async
 from odradek.client.errors import KafkaError, KafkaTimeoutError
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember, Notify, Sleep
@@ -86,17 +87,8 @@ class BlockingGroup:
         self._thread: threading.Thread | None = None
 
     def run(self, op: Op[Any]) -> Any:
-        try:
-            item = next(op)
-            while True:
-                try:
-                    result = self._effect(item)
-                except Exception as exc:
-                    item = op.throw(exc)
-                else:
-                    item = op.send(result)
-        except StopIteration as stop:
-            return stop.value
+        """Run a group operation on the calling thread (callbacks run here too)."""
+        return drive(op, self._effect)
 
     def _effect(self, item: Call | Sleep | Notify) -> Any:
         if isinstance(item, Sleep):
@@ -155,17 +147,8 @@ class AsyncGroup:
         self._wake: anyio.Event | None = None  # made by loop(), inside the event loop
 
     async def run(self, op: Op[Any]) -> Any:
-        try:
-            item = next(op)
-            while True:
-                try:
-                    result = await self._effect(item)
-                except Exception as exc:
-                    item = op.throw(exc)
-                else:
-                    item = op.send(result)
-        except StopIteration as stop:
-            return stop.value
+        """Run a group operation in the calling task (callbacks run here too)."""
+        return await drive_async(op, self._effect)
 
     async def _effect(self, item: Call | Sleep | Notify) -> Any:
         if isinstance(item, Sleep):

@@ -1,4 +1,6 @@
 """The blocking producer: thread-safe ``send()``, batching per partition, a sender thread.
+Configuration, partitioning, record checks, retry decisions and response handling are
+:class:`~odradek.client.producer_core.ProducerCore`'s (the async producer's too).
 
 ``send()`` (any thread) picks the partition, appends the record to the partition's open batch
 and returns a :class:`~odradek.client.accumulator.RecordFuture`. A null-key record without headers
@@ -34,107 +36,45 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from concurrent.futures import Future
 from types import MethodType
 from typing import Any
 
-from odradek.client import ops
-from odradek.client.accumulator import (
-    BATCH_HEADER_BYTES,
-    Accumulator,
-    Batch,
-    FailedFuture,
-    RecordFuture,
-    record_future,
-)
+from odradek.client.accumulator import Batch, FailedFuture, RecordFuture, record_future
 from odradek.client.connection import BlockingConnection
-from odradek.client.core import backoff_ms
-from odradek.client.errors import (
-    KafkaError,
-    KafkaTimeoutError,
-    UnknownTopicOrPartitionError,  # type: ignore[attr-defined]
-    for_code,
-)
-from odradek.client.partitioner import Partitioner, UserPartitioner
-from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
-from odradek.client.record_buffer import PyTailAppender, TailAppender, record_size
+from odradek.client.errors import KafkaError, KafkaTimeoutError
+from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
+from odradek.client.record_buffer import PyTailAppender, TailAppender
 from odradek.client.sync_client import Client
 from odradek.client.types import TopicPartition
 
 __all__ = ["Producer"]
 
-_time_ns = time.time_ns
 _monotonic = time.monotonic
 _TAIL_RETRY_S = 0.0002
 
 
-class Producer:
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        acks: int | str = 1,
-        linger_ms: int = 5,
-        batch_size: int = 1_048_576,
-        buffer_memory: int = 33_554_432,
-        compression_type: str | None = None,
-        partitioner: str | UserPartitioner = "default",
-        max_request_size: int = 1_048_576,
-        max_in_flight_requests_per_connection: int = 5,
-        delivery_timeout_ms: int = 120_000,
-        request_timeout_ms: int = 30_000,
-        retries: int = 2_147_483_647,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        max_block_ms: int = 60_000,
-        metadata_max_age_ms: int = 300_000,
-        client_id: str = "odradek-python",
-    ) -> None:
-        self.config = cfg = ProducerConfig.make(
-            acks=acks,
-            linger_ms=linger_ms,
-            batch_size=batch_size,
-            buffer_memory=buffer_memory,
-            compression_type=compression_type,
-            max_request_size=max_request_size,
-            max_in_flight=max_in_flight_requests_per_connection,
-            delivery_timeout_ms=delivery_timeout_ms,
-            request_timeout_ms=request_timeout_ms,
-            retries=retries,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            max_block_ms=max_block_ms,
-            metadata_max_age_ms=metadata_max_age_ms,
-        )
-        self._client = Client(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
-        self._partitioner = Partitioner(partitioner)
+class Producer(ProducerCore):
+    """The blocking producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
+
+    Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread
+    at once; ``send`` blocks only while it waits for a topic's first metadata or for buffer
+    memory (up to ``max_block_ms``, then :class:`KafkaTimeoutError`). Delivery futures
+    complete on the connection's reader thread: their callbacks run there and must not block.
+    """
+
+    _client_type = Client
+
+    def _init_face(self) -> None:
         # the default partitioner's sticky choices, read directly by send() (hot path)
-        self._sticky = self._partitioner.sticky if partitioner == "default" else None
-        # a batch (61-byte header + records) never exceeds max_request_size
-        self._batch_size = min(cfg.batch_size, cfg.max_request_size - BATCH_HEADER_BYTES)
-        self._buffer_memory = cfg.buffer_memory
-        self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
-        self._partition_counts: dict[str, int] = {}
-        self._metadata_at_s = _monotonic()
+        partitioner = self._partitioner
+        self._sticky = partitioner.sticky if partitioner.kind == "default" else None
+        self._buffer_memory = self.config.buffer_memory
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
-        self._acc = Accumulator(
-            batch_size=cfg.batch_size,
-            linger_s=cfg.linger_ms / 1000,
-            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
-            on_batch_closed=self._on_batch_closed,
-        )
-        self._acc.compression = cfg.compression
         # send()'s lock-free path (client.record_buffer); closed when the producer closes
         self._appender = TailAppender(
             self._acc.tails, self._batch_size, RecordFuture, MethodType(Producer.send, self)
@@ -180,33 +120,20 @@ class Producer:
         headers: list[tuple[str, bytes | None]] | None,
     ) -> Future[Any]:
         if type(value) is not bytes and value is not None:
-            value = _to_bytes(value, "value")
+            value = as_bytes(value, "value")
         if type(key) is not bytes and key is not None:
-            key = _to_bytes(key, "key")
+            key = as_bytes(key, "key")
         count = self._partition_counts.get(topic)
         if count is None:
             try:
                 count = self._wait_for_topic(topic)
             except KafkaError as exc:
                 return FailedFuture(exc)
-        sticky = False
-        if partition is None:
-            if key is None and self._sticky is not None:
-                sticky = True
-                partition = self._sticky.get(topic)
-                if partition is None:
-                    partition = self._partitioner.partition(topic, None, count)
-            else:
-                partition = self._partitioner.partition(topic, key, count)
-        elif not 0 <= partition < count:
-            return FailedFuture(
-                UnknownTopicOrPartitionError(f"{topic} has {count} partitions, not {partition}")
-            )
-        if timestamp_ms is None:
-            timestamp_ms = _time_ns() // 1_000_000
-        size = record_size(key, value, headers)
-        if size > self._max_record_bytes:
-            return FailedFuture(for_code(10, f"record of ~{size} bytes exceeds max_request_size"))
+        sticky = partition is None and key is None and self._sticky is not None
+        placed = self._place(topic, key, value, partition, timestamp_ms, headers, count)
+        if isinstance(placed, KafkaError):
+            return FailedFuture(placed)
+        partition, timestamp_ms, size = placed
         acc = self._acc
         while True:
             if acc.buffered_bytes >= self._buffer_memory:
@@ -272,33 +199,18 @@ class Producer:
             self._wake.notify()
             self._wake.wait(remaining)
 
-    def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
-        self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
-
     def _wait_for_topic(self, topic: str) -> int:
         """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
-        cfg = self.config
-        deadline = _monotonic() + cfg.max_block_ms / 1000
-        attempt = 0
+        wait = TopicWait(topic, self.config, self._metadata, _monotonic())
         while True:
             meta = self._client.metadata([topic], allow_auto_create=True)
-            info = meta.topics.get(topic)
-            error = topic_error(topic, info)
-            if error is None:
-                assert info is not None
-                self._partition_counts[topic] = len(info.partitions)
-                return len(info.partitions)
-            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
-            if not error.retriable or _monotonic() + delay_s >= deadline:
-                if error.retriable:
-                    error = type(error)(
-                        f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
-                    )
-                raise error
+            delay_s = wait.step(meta, _monotonic())
+            if delay_s is None:
+                return self._partition_counts[topic]
             time.sleep(delay_s)  # backoff before asking the broker again
-            attempt += 1
 
     def partitions_for(self, topic: str) -> set[int]:
+        """The partitions of ``topic`` as last seen (waiting for its metadata the first time)."""
         count = self._partition_counts.get(topic)
         if count is None:
             count = self._wait_for_topic(topic)
@@ -338,18 +250,12 @@ class Producer:
                 stale.close()
                 continue
             self._send_batches(batches)
-            if _monotonic() - self._metadata_at_s > cfg.metadata_max_age_ms / 1000:
-                self._refresh_metadata()
+            stale_topics = self._metadata.due(_monotonic())
+            if stale_topics is not None:
+                self._refresh_metadata(stale_topics)
 
     def _send_batches(self, batches: list[Batch]) -> None:
-        self._acc.encode(batches)
-        request, raw = ops.build_produce(
-            {b.tp: b.data for b in batches},  # type: ignore[misc]
-            acks=self.config.acks,
-            timeout_ms=self.config.request_timeout_ms,
-        )
-        for batch in batches:
-            batch.attempts += 1
+        request, raw = self._produce_request(batches)
         try:
             future = self._client.connection().submit(request, raw)
         except KafkaError as exc:
@@ -377,55 +283,24 @@ class Producer:
         """The connection, if a request on it waited longer than request_timeout_ms."""
         limit_s = self.config.request_timeout_ms / 1000
         if any(now - sent > limit_s for sent, _ in self._in_flight.values()):
-            conn = self._client._conn
-            if conn is not None and not conn.closed:
-                return conn
+            return self._client.open_connection()
         return None
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
         """Settle batches from a response (or a connection error); re-queue retriable ones."""
-        retry: list[Batch] = []
-        now = _monotonic()
-        freed = 0
-        for batch, outcome in handle_produce_response(batches, response, error):
-            if outcome is None:
-                freed += batch.size_bytes
-                continue
-            if self._may_retry(batch, outcome, now):
-                retry.append(batch)
-            else:
-                batch.complete(error=outcome)
-                freed += batch.size_bytes
+        retry, freed = self._settle(batches, response, error, retry_ok=not self._closed)
         with self._lock, self._append_lock:
             self._acc.buffered_bytes -= freed
             if retry:
                 self._acc.requeue(retry)
             self._wake.notify_all()
 
-    def _may_retry(self, batch: Batch, error: BaseException, now: float) -> bool:
-        cfg = self.config
-        if not getattr(error, "retriable", False) or self._closed:
-            return False
-        if batch.attempts > cfg.retries:
-            return False
-        delay_s = backoff_ms(batch.attempts - 1, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
-        if now + delay_s / 1000 >= batch.deadline_s:
-            return False
-        batch.retry_at_s = now + delay_s / 1000
-        return True
-
-    def _refresh_metadata(self) -> None:
-        self._metadata_at_s = _monotonic()
-        topics = list(self._partition_counts)
-        if not topics:
-            return
+    def _refresh_metadata(self, topics: list[str]) -> None:
         try:
             meta = self._client.metadata(topics)
         except KafkaError:
-            return
-        for name, info in meta.topics.items():
-            if not info.error_code and info.partitions:
-                self._partition_counts[name] = len(info.partitions)
+            return  # kept as it was; asked again after metadata_max_age_ms
+        self._metadata.update(meta.topics)
 
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
@@ -497,9 +372,3 @@ def _wait_batches(batches: list[Batch], timeout: float | None, done: threading.E
     for batch in batches:
         batch.add_done_callback(one)
     return done.wait(timeout)
-
-
-def _to_bytes(data: Any, what: str) -> bytes:
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    raise TypeError(f"{what} must be bytes or None, not {type(data).__name__} (serialize it first)")

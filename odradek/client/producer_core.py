@@ -1,19 +1,35 @@
-"""Producer logic shared by the blocking and async producers: configuration and the
-handling of Produce responses (pure functions, no I/O)."""
+"""Producer logic shared by the blocking and async producers, written once and driven by both
+(no I/O here): configuration, record value checks, the topic metadata cache and when to
+refresh it, the retry decision, and the handling of Produce responses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from odradek.client.accumulator import Batch
+from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
+from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, for_code
-from odradek.client.types import TopicMetadata
+from odradek.client.ops import build_produce
+from odradek.client.partitioner import Partitioner, UserPartitioner
+from odradek.client.record_buffer import record_size
+from odradek.client.types import ClusterMetadata, TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import Compression
 
-__all__ = ["ProducerConfig", "handle_produce_response", "topic_error"]
+__all__ = [
+    "ProducerConfig",
+    "ProducerCore",
+    "TopicPartitionCounts",
+    "TopicWait",
+    "as_bytes",
+    "handle_produce_response",
+    "retry_at_s",
+    "topic_error",
+]
 
 _CODECS = {
     None: Compression.NONE,
@@ -61,14 +77,70 @@ class ProducerConfig:
         return cls(acks=int(acks), compression=_CODECS[compression_type], **values)
 
 
+def as_bytes(data: Any, what: str) -> bytes:
+    """A key or value that is not ``bytes`` (nor ``None``) as ``bytes``: a ``bytearray`` or a
+    ``memoryview`` is copied. Raises ``TypeError`` for anything else (serialize it first)."""
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"{what} must be bytes or None, not {type(data).__name__} (serialize it first)")
+
+
+class TopicPartitionCounts:
+    """The producer's metadata cache: the partition count of every topic it has sent to.
+
+    Refreshed every ``metadata_max_age_ms`` (Kafka's ``metadata.max.age.ms``) so that
+    partitions added while the producer runs get records: the driver asks :meth:`due` after
+    sending, and if it answers, asks the broker about :attr:`counts`' topics and hands the
+    answer to :meth:`update`. Not thread-safe by itself: the blocking producer calls it from
+    its sender thread (``send`` only reads :attr:`counts`), the async one from its tasks."""
+
+    __slots__ = ("counts", "max_age_s", "refreshed_at_s")
+
+    def __init__(self, metadata_max_age_ms: int, now_s: float) -> None:
+        self.counts: dict[str, int] = {}
+        self.max_age_s = metadata_max_age_ms / 1000
+        self.refreshed_at_s = now_s
+
+    def due(self, now_s: float) -> list[str] | None:
+        """The topics to ask about if the cache is older than ``metadata_max_age_ms`` (the
+        refresh then counts as done: at most one at a time), else ``None``."""
+        if now_s - self.refreshed_at_s <= self.max_age_s:
+            return None
+        self.refreshed_at_s = now_s
+        return list(self.counts) or None
+
+    def update(self, topics: Mapping[str, TopicMetadata]) -> None:
+        """Take the partition counts of a Metadata answer (topics in error are kept as were)."""
+        for name, info in topics.items():
+            if not info.error_code and info.partitions:
+                self.counts[name] = len(info.partitions)
+
+
+def retry_at_s(
+    config: ProducerConfig, batch: Batch, error: BaseException, now_s: float
+) -> float | None:
+    """When to send ``batch`` again after ``error``, or ``None`` if it must fail: the error is
+    not retriable, the batch has had ``retries`` retries, or the backoff (``retry_backoff_ms``
+    doubling per attempt up to ``retry_backoff_max_ms``) would end past its delivery
+    deadline (``delivery_timeout_ms`` after it was created)."""
+    if not getattr(error, "retriable", False) or batch.attempts > config.retries:
+        return None
+    delay_ms = backoff_ms(batch.attempts - 1, config.retry_backoff_ms, config.retry_backoff_max_ms)
+    at_s = now_s + delay_ms / 1000
+    return at_s if at_s < batch.deadline_s else None
+
+
 def topic_error(topic: str, info: TopicMetadata | None) -> KafkaError | None:
     """The error that keeps records from being sent to ``topic``, if any."""
     if info is None:
-        return for_code(3, f"topic {topic!r} missing from the metadata response")
+        return for_code(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"topic {topic!r} missing from the metadata response",
+        )
     if info.error_code:
         return for_code(info.error_code, f"topic {topic!r}")
     if not info.partitions:
-        return for_code(5, f"topic {topic!r} has no partitions yet")
+        return for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"topic {topic!r} has no partitions yet")
     return None
 
 
@@ -99,7 +171,13 @@ def handle_produce_response(
     for batch in batches:
         part = results.get(batch.tp)
         if part is None:
-            yield batch, for_code(-1, f"no result for {batch.tp} in the Produce response")
+            yield (
+                batch,
+                for_code(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"no result for {batch.tp} in the Produce response",
+                ),
+            )
         elif part.error_code:
             yield (
                 batch,
@@ -110,3 +188,203 @@ def handle_produce_response(
         else:
             batch.complete(part.base_offset, part.log_append_time_ms)
             yield batch, None
+
+
+class TopicWait:
+    """Waiting for a topic's partition count before its first record (``max_block_ms``): the
+    face asks the broker (allowing auto-creation), hands the answer to :meth:`step`, and
+    sleeps for what it returns, until it returns ``None`` (the count is in ``counts``).
+    Raises the topic's error: at once if it is not retriable (an invalid name), once
+    ``max_block_ms`` has passed if it is (an unknown topic)."""
+
+    __slots__ = ("_attempt", "_config", "_counts", "_deadline_s", "_topic")
+
+    def __init__(
+        self, topic: str, config: ProducerConfig, counts: TopicPartitionCounts, now_s: float
+    ) -> None:
+        self._topic = topic
+        self._config = config
+        self._counts = counts
+        self._deadline_s = now_s + config.max_block_ms / 1000
+        self._attempt = 0
+
+    def step(self, metadata: ClusterMetadata, now_s: float) -> float | None:
+        """The backoff in seconds before asking again, or ``None``: the topic is known."""
+        topic, cfg = self._topic, self._config
+        info = metadata.topics.get(topic)
+        error = topic_error(topic, info)
+        if error is None:
+            assert info is not None
+            self._counts.counts[topic] = len(info.partitions)
+            return None
+        delay_s = backoff_ms(self._attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
+        if not error.retriable or now_s + delay_s >= self._deadline_s:
+            if error.retriable:
+                error = type(error)(
+                    f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
+                )
+            raise error
+        self._attempt += 1
+        return delay_s
+
+
+class ProducerCore:
+    """A producer of records to the broker's topics, batched per partition.
+
+    Args:
+      bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those.
+      acks: 0 (no answer), 1 (appended), -1 or ``"all"`` (appended and fsynced).
+      linger_ms: how long a batch waits for more records before it is sent.
+      batch_size: estimated record bytes per batch at most (capped by ``max_request_size``).
+      buffer_memory: bytes buffered at most; ``send`` then waits up to ``max_block_ms``.
+      compression_type: ``None``, ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
+      partitioner: ``"default"`` (murmur2 of the key, sticky for null keys),
+        ``"round_robin"``, ``"random"``, or a callable ``(key, all_partitions, available)``.
+      max_request_size: bytes per Produce request (and so per record) at most.
+      max_in_flight_requests_per_connection: Produce requests awaiting an answer at most.
+      delivery_timeout_ms: how long a record may take, retries included, before it fails.
+      request_timeout_ms: how long a request may go unanswered (the connection is then
+        closed and its batches retried).
+      retries, retry_backoff_ms, retry_backoff_max_ms: retries of a batch after a retriable
+        error, after a backoff doubling from ``retry_backoff_ms`` to ``retry_backoff_max_ms``.
+      max_block_ms: how long ``send`` waits for a topic's metadata or for buffer memory.
+      metadata_max_age_ms: the partition counts are asked again this often, so partitions
+        added meanwhile get records.
+      client_id: sent with every request.
+
+    Raises:
+      ValueError: a bad option (:meth:`ProducerConfig.make`, the partitioner).
+
+    ``send`` raises ``TypeError`` for a key or value that is not ``bytes``, ``bytearray``,
+    ``memoryview`` or ``None``, and :class:`~odradek.client.errors.KafkaError` once the
+    producer is closed; every other error (unknown or invalid topic, partition out of range,
+    record too large, a failed or timed-out delivery) is the record's delivery result.
+    ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+    """
+
+    _client_type: Any  # the face's client class: Client or AsyncClient
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        acks: int | str = 1,
+        linger_ms: int = 5,
+        batch_size: int = 1_048_576,
+        buffer_memory: int = 33_554_432,
+        compression_type: str | None = None,
+        partitioner: str | UserPartitioner = "default",
+        max_request_size: int = 1_048_576,
+        max_in_flight_requests_per_connection: int = 5,
+        delivery_timeout_ms: int = 120_000,
+        request_timeout_ms: int = 30_000,
+        retries: int = 2_147_483_647,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        max_block_ms: int = 60_000,
+        metadata_max_age_ms: int = 300_000,
+        client_id: str = "odradek-python",
+    ) -> None:
+        self.config = cfg = ProducerConfig.make(
+            acks=acks,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            buffer_memory=buffer_memory,
+            compression_type=compression_type,
+            max_request_size=max_request_size,
+            max_in_flight=max_in_flight_requests_per_connection,
+            delivery_timeout_ms=delivery_timeout_ms,
+            request_timeout_ms=request_timeout_ms,
+            retries=retries,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            max_block_ms=max_block_ms,
+            metadata_max_age_ms=metadata_max_age_ms,
+        )
+        self._partitioner = Partitioner(partitioner)
+        self._client = self._client_type(
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+        )
+        # a batch (61-byte header + records) never exceeds max_request_size
+        self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
+        self._batch_size = min(cfg.batch_size, self._max_record_bytes)
+        self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, time.monotonic())
+        self._partition_counts = self._metadata.counts  # read by send() (hot path)
+        self._acc = Accumulator(
+            batch_size=cfg.batch_size,
+            linger_s=cfg.linger_ms / 1000,
+            delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
+            on_batch_closed=self._on_batch_closed,
+        )
+        self._acc.compression = cfg.compression
+        self._init_face()
+
+    def _init_face(self) -> None:
+        """The face's own state (threads, locks, events), set up last."""
+
+    def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
+        self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
+
+    def _place(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        count: int,
+    ) -> tuple[int, int, int] | KafkaError:
+        """``(partition, timestamp_ms, size)`` of a record for a topic of ``count`` partitions,
+        or the error that fails its delivery (partition out of range, record too large)."""
+        if partition is None:
+            partition = self._partitioner.partition(topic, key, count)
+        elif not 0 <= partition < count:
+            return for_code(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"{topic} has {count} partitions, not {partition}",
+            )
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        size = record_size(key, value, headers)
+        if size > self._max_record_bytes:
+            return for_code(
+                ErrorCode.MESSAGE_TOO_LARGE, f"record of ~{size} bytes exceeds max_request_size"
+            )
+        return partition, timestamp_ms, size
+
+    def _produce_request(self, batches: list[Batch]) -> tuple[m.ProduceRequest, list[Any]]:
+        """Encode ``batches`` and count the attempt: the Produce request and its record bytes."""
+        self._acc.encode(batches)
+        for batch in batches:
+            batch.attempts += 1
+        return build_produce(
+            {b.tp: b.data for b in batches},  # type: ignore[misc]
+            acks=self.config.acks,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+
+    def _settle(
+        self, batches: list[Batch], response: Any, error: BaseException | None, retry_ok: bool
+    ) -> tuple[list[Batch], int]:
+        """Complete ``batches`` from a response (or a request error): every batch succeeds,
+        fails, or (``retry_ok`` and :func:`retry_at_s` allows it) is given a retry time.
+        Returns the batches to re-queue and the bytes the others freed (the face applies both,
+        under its locks if it has any)."""
+        retry: list[Batch] = []
+        freed_bytes = 0
+        now_s = time.monotonic()
+        for batch, outcome in handle_produce_response(batches, response, error):
+            if outcome is not None:
+                at_s = retry_at_s(self.config, batch, outcome, now_s) if retry_ok else None
+                if at_s is not None:
+                    batch.retry_at_s = at_s
+                    retry.append(batch)
+                    continue
+                batch.complete(error=outcome)
+            freed_bytes += batch.size_bytes
+        return retry, freed_bytes

@@ -24,7 +24,8 @@ from typing import Any
 
 from odradek.client import ops
 from odradek.client.connection import BlockingConnection
-from odradek.client.core import backoff_ms, parse_bootstrap
+from odradek.client.core import ClientCore
+from odradek.client.drivers import drive
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.types import (
     ClusterMetadata,
@@ -40,24 +41,16 @@ __all__ = ["Client"]
 _EMPTY = memoryview(b"")
 
 
-class Client:
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-    ) -> None:
-        self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
-        self.client_id = client_id
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
+class Client(ClientCore):
+    """The low-level blocking client. Parameters and errors: :class:`~.core.ClientCore`.
+
+    Thread-safety: every method may be called from several threads at once; their requests
+    are pipelined on the one connection.
+    """
+
+    def _init_face(self) -> None:
         self._conn: BlockingConnection | None = None
         self._conn_lock = threading.Lock()
-        self._closed = False
 
     # -- connection ----------------------------------------------------------------------------
     def connection(self) -> BlockingConnection:
@@ -75,6 +68,11 @@ class Client:
                 self._conn = conn = self._bootstrap()
             return conn
 
+    def open_connection(self) -> BlockingConnection | None:
+        """The connection if one is open, without connecting (``None`` otherwise)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
+
     def _bootstrap(self) -> BlockingConnection:
         errors = []
         timeout_s = self.request_timeout_ms / 1000
@@ -86,7 +84,7 @@ class Client:
                 continue
             try:
                 broker = self._drive(ops.handshake_op(self.client_id), conn)
-            except KafkaConnectionError as exc:
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
                 conn.close()
                 errors.append(str(exc))
                 continue
@@ -104,18 +102,16 @@ class Client:
 
     def _drive(self, op: ops.Op[Any], conn: BlockingConnection) -> Any:
         """Run an operation on one connection, without retries (the handshake)."""
-        try:
-            call = next(op)
-            while True:
-                future = conn.submit(call.request, call.raw)
-                assert future is not None
-                try:
-                    result = future.result(self.request_timeout_ms / 1000)
-                except FutureTimeout:
-                    raise KafkaTimeoutError("handshake timed out") from None
-                call = op.send(result)
-        except StopIteration as stop:
-            return stop.value
+
+        def call_once(call: ops.Call) -> tuple[m.Response, memoryview]:
+            future = conn.submit(call.request, call.raw)
+            assert future is not None
+            try:
+                return future.result(self.request_timeout_ms / 1000)
+            except FutureTimeout:
+                raise KafkaTimeoutError("handshake timed out") from None
+
+        return drive(op, call_once)
 
     # -- requests ------------------------------------------------------------------------------
     def call(
@@ -124,9 +120,7 @@ class Client:
         """Send any request and wait for its response: ``(response, raw_tail)``.
 
         A Produce with ``acks=0`` gets no response: returns ``(None, empty)`` once written."""
-        timeout_ms = self.request_timeout_ms
-        if isinstance(request, m.FetchRequest):
-            timeout_ms += request.max_wait_ms
+        timeout_ms = self._timeout_ms(request)
         deadline = time.monotonic() + timeout_ms / 1000
         attempt = 0
         while True:
@@ -141,25 +135,18 @@ class Client:
                         f"{type(request).__name__} got no response in {timeout_ms} ms"
                     ) from None
             except KafkaConnectionError:
-                delay_s = backoff_ms(attempt, self.retry_backoff_ms, self.retry_backoff_max_ms)
-                if self._closed or time.monotonic() + delay_s / 1000 >= deadline:
+                delay_s = self._reconnect_delay_s(attempt, time.monotonic(), deadline)
+                if delay_s is None:
                     raise
-                time.sleep(delay_s / 1000)  # backoff between reconnection attempts
+                time.sleep(delay_s)  # backoff between reconnection attempts
                 attempt += 1
 
     def run(self, op: ops.Op[Any]) -> Any:
         """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) with :meth:`call`."""
-        try:
-            call = next(op)
-            while True:
-                try:
-                    result = self.call(call.request, call.raw)
-                except Exception as exc:
-                    call = op.throw(exc)
-                else:
-                    call = op.send(result)
-        except StopIteration as stop:
-            return stop.value
+        return drive(op, self._call)
+
+    def _call(self, call: ops.Call) -> tuple[m.Response | None, memoryview]:
+        return self.call(call.request, call.raw)
 
     def metadata(
         self, topics: list[str] | None = None, *, allow_auto_create: bool = False

@@ -1,0 +1,55 @@
+"""The async faces' lifetime, written once: ``async with face:``, or ``start()`` then ``stop()``.
+
+A face (:class:`~odradek.client.async_producer.AsyncProducer`,
+:class:`~odradek.client.async_consumer.AsyncConsumer`) defines ``_running()``: an async context
+manager that connects, enters the face's task group with ``async with``, starts its tasks, yields
+while the face runs, and on the way out winds them down (what that means is the face's to say).
+:class:`AsyncLifetime` holds that context open between ``__aenter__`` and ``__aexit__`` (or
+``start`` and ``stop``) in an :class:`contextlib.AsyncExitStack`.
+
+Rules: a task group must be left by the task that entered it, so ``stop()`` must be called from
+the task that called ``start()`` (``async with`` does this by construction). An exception
+raised in the ``async with`` body reaches ``_running`` (and comes out as itself); a cancellation
+cancels the face's tasks with it.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import Any, Self
+
+from odradek.client.errors import KafkaError
+
+__all__ = ["AsyncLifetime"]
+
+
+class AsyncLifetime:
+    _lifetime: AsyncExitStack | None = None  # open while the face runs
+
+    def _running(self) -> AbstractAsyncContextManager[None]:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Connect and start the face's tasks, as ``async with`` does; :meth:`stop` must then
+        be called from the same task. Raises ``KafkaConnectionError`` if no bootstrap server
+        answers, :class:`KafkaError` if already started."""
+        if self._lifetime is not None:
+            raise KafkaError(f"{type(self).__name__} already started")
+        lifetime = AsyncExitStack()
+        await lifetime.enter_async_context(self._running())
+        self._lifetime = lifetime
+
+    async def stop(self) -> None:
+        """Wind the face down and close its connection (nothing if it is not running)."""
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        lifetime, self._lifetime = self._lifetime, None
+        if lifetime is not None:
+            await lifetime.__aexit__(*exc)

@@ -1,0 +1,79 @@
+"""Consumer groups, the same on every face: subscribe, commit and committed offsets (the next
+offset to read), resuming from a commit, auto-commit on close, leaving the group."""
+
+from __future__ import annotations
+
+import time
+
+from odradek.client import NewTopic, OffsetAndMetadata, TopicPartition
+from tests.client.faces.driver import Face
+
+MEMBER = {
+    "heartbeat_interval_ms": 100,
+    "session_timeout_ms": 5000,
+    "max_poll_interval_ms": 10_000,
+    "auto_offset_reset": "earliest",
+    "consumer_timeout_ms": 5000,
+}
+
+
+def produce(face: Face, topic: str, partitions: int, count: int) -> None:
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, partitions)])
+    with face.producer(partitioner="round_robin") as producer:
+        sent = [producer.send(topic, b"v%d" % i) for i in range(count)]
+        producer.flush(10)
+        assert all(d.result().offset >= 0 for d in sent)
+
+
+def test_subscribe_commit_and_resume(face: Face, topic: str) -> None:
+    produce(face, topic, 2, 10)
+    group = f"g-{topic}"
+    tps = {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+    with face.consumer(group_id=group, enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.subscribe([topic])
+        first = consumer.take(6)
+        assert consumer.assignment() == tps
+        consumer.commit()
+        consumed = {tp: 0 for tp in tps}
+        for record in first:
+            tp = TopicPartition(record.topic, record.partition)
+            consumed[tp] = max(consumed[tp], record.offset + 1)
+        assert {tp: consumer.committed(tp) for tp in tps} == consumed  # the next to read
+        consumer.commit({TopicPartition(topic, 0): 1})
+        assert consumer.committed(TopicPartition(topic, 0)) == 1
+    with face.consumer(topic, group_id=group, enable_auto_commit=False, **MEMBER) as consumer:
+        rest = consumer.take(10 - 6 + consumed[TopicPartition(topic, 0)] - 1)
+    resumed = sorted((r.partition, r.offset) for r in rest)
+    expected = sorted(
+        [(0, o) for o in range(1, 5)]
+        + [(1, o) for o in range(consumed[TopicPartition(topic, 1)], 5)]
+    )
+    assert resumed == expected
+
+
+def test_close_commits_with_auto_commit(face: Face, topic: str) -> None:
+    produce(face, topic, 1, 5)
+    group = f"g-{topic}"
+    tp = TopicPartition(topic, 0)
+    with face.consumer(topic, group_id=group, auto_commit_interval_ms=60_000, **MEMBER) as c:
+        assert [r.offset for r in c.take(3)] == [0, 1, 2]
+    with face.admin() as admin:
+        assert admin.list_group_offsets(group)[tp].offset == 3
+
+
+def test_group_membership_is_visible_and_left(face: Face, topic: str) -> None:
+    produce(face, topic, 1, 1)
+    group = f"g-{topic}"
+    with face.admin() as admin:
+        with face.consumer(topic, group_id=group, **MEMBER) as consumer:
+            assert len(consumer.take(1)) == 1
+            [described] = admin.describe_groups([group])
+            assert described.state == "Stable" and len(described.members) == 1
+        deadline = time.monotonic() + 10
+        while admin.describe_groups([group])[0].members:  # left on close (no session wait)
+            assert time.monotonic() < deadline, "the member did not leave"
+        admin.alter_group_offsets(group, {TopicPartition(topic, 0): OffsetAndMetadata(0, "m")})
+        assert admin.list_group_offsets(group)[TopicPartition(topic, 0)].metadata == "m"
+        admin.delete_groups([group])
+        assert group not in {g.group_id for g in admin.list_groups()}
