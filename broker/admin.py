@@ -28,6 +28,7 @@ from odradek.storage.errors import (
     StorageError,
     is_resource_exhaustion,
 )
+from odradek.storage.log import Log
 from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_name
 
 __all__ = ["AdminApi"]
@@ -412,7 +413,9 @@ class AdminApi:
                 ) == log_dir:
                     by_topic.setdefault(topic, []).append(
                         m.DescribeLogDirsPartition(
-                            partition_index=partition, size_bytes=log.size_bytes
+                            partition_index=partition,
+                            size_bytes=log.size_bytes,
+                            segments=_segments(log) if req.include_segments else [],
                         )
                     )
             result.topics = [
@@ -420,3 +423,15 @@ class AdminApi:
                 for name, parts in by_topic.items()
             ]
         return m.DescribeLogDirsResponse(correlation_id=req.correlation_id, results=results)
+
+
+def _segments(log: Log) -> list[m.SegmentDescription]:
+    """``log``'s segments, oldest first, from memory (no file is touched)."""
+    return [
+        m.SegmentDescription(
+            base_offset=segment.base_offset,
+            size_bytes=segment.size_bytes,
+            largest_timestamp_ms=segment.max_timestamp,
+        )
+        for segment in list(log.segments)
+    ]

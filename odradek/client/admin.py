@@ -22,6 +22,7 @@ from odradek.client.types import (
     LogDirDescription,
     NewTopic,
     OffsetAndTimestamp,
+    SegmentInfo,
     TopicDescription,
     TopicPartition,
 )
@@ -103,6 +104,10 @@ class Admin(AdminCore):
     def describe_log_dirs(self, topics: list[str] | None = None) -> dict[str, LogDirDescription]:
         return self._client.run(a.describe_log_dirs_op(topics))
 
+    def describe_segments(self, topic: str) -> dict[int, list[SegmentInfo]]:
+        """Each partition's segments, oldest first (odradek brokers only)."""
+        return self._client.run(a.describe_segments_op(topic))
+
     def list_offsets(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -183,6 +188,10 @@ class AsyncAdmin(AdminCore):
         self, topics: list[str] | None = None
     ) -> dict[str, LogDirDescription]:
         return await self._client.run(a.describe_log_dirs_op(topics))
+
+    async def describe_segments(self, topic: str) -> dict[int, list[SegmentInfo]]:
+        """Each partition's segments, oldest first (odradek brokers only)."""
+        return await self._client.run(a.describe_segments_op(topic))
 
     async def list_offsets(
         self, timestamps: Mapping[TopicPartition, int]

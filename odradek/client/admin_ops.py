@@ -12,6 +12,7 @@ from odradek.client.types import (
     LogDirDescription,
     NewTopic,
     PartitionInfo,
+    SegmentInfo,
     TopicDescription,
     TopicPartition,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "delete_topics_op",
     "describe_configs_op",
     "describe_log_dirs_op",
+    "describe_segments_op",
     "describe_topics_op",
     "list_topics_op",
 ]
@@ -164,6 +166,23 @@ def describe_log_dirs_op(topics: list[str] | None = None) -> Op[dict[str, LogDir
             for p in t.partitions
         }
         out[result.log_dir] = LogDirDescription(error, sizes)
+    return out
+
+
+def describe_segments_op(topic: str) -> Op[dict[int, list[SegmentInfo]]]:
+    """Every segment of every partition of ``topic``, oldest first, by partition (odradek's
+    DescribeLogDirs with ``include_segments``; a Kafka broker has no such request)."""
+    resp, _ = yield Call(
+        m.DescribeLogDirsRequest(correlation_id=0, topics=[topic], include_segments=True)
+    )
+    out: dict[int, list[SegmentInfo]] = {}
+    for result in check(resp).results:  # type: ignore[attr-defined]
+        for t in result.topics:
+            for p in t.partitions:
+                out.setdefault(p.partition_index, []).extend(
+                    SegmentInfo(result.log_dir, s.base_offset, s.size_bytes, s.largest_timestamp_ms)
+                    for s in p.segments
+                )
     return out
 
 

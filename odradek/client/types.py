@@ -17,6 +17,7 @@ __all__ = [
     "OffsetAndTimestamp",
     "PartitionInfo",
     "RecordMetadata",
+    "SegmentInfo",
     "TopicDescription",
     "TopicMetadata",
     "TopicPartition",
@@ -108,6 +109,20 @@ class ConfigEntry(NamedTuple):
     is_default: bool
     read_only: bool
     sensitive: bool
+
+
+class SegmentInfo(NamedTuple):
+    """One segment of a partition (its files are ``<base_offset, 20 digits>.log`` and the
+    ``.index`` / ``.timeindex`` beside it); ``largest_timestamp_ms`` is -1 while it is empty."""
+
+    log_dir: str
+    base_offset: int
+    size_bytes: int
+    largest_timestamp_ms: int
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.base_offset:020d}.log"
 
 
 class LogDirDescription(NamedTuple):

@@ -108,24 +108,29 @@ async def topic_detail(admin: AsyncAdmin, name: str) -> dict[str, Any]:
 
 
 async def partition_detail(admin: AsyncAdmin, topic: str, partition: int) -> dict[str, Any]:
-    """One partition: offsets, size and log dir, and what a client can say of its segments.
-
-    A client cannot list segment files: DescribeLogDirs gives one size per partition (the sum
-    of its ``.log`` files) and no file names, base offsets or index sizes. ``segments`` says
-    so; listing them needs a broker API (see docs/console.md)."""
+    """One partition: offsets, size and log dir, and its segment files (oldest first; the
+    last one is active), as the broker lists them (``Admin.describe_segments``)."""
     detail = await topic_detail(admin, topic)
     for p in detail["partitions"]:
         if p["partition"] == partition:
             configs = {c["name"]: c["value"] for c in detail["configs"]}
+            segments = (await admin.describe_segments(topic)).get(partition, [])
+            ends = [s.base_offset for s in segments[1:]] + [p["log_end_offset"]]
             return {
                 "topic": topic,
                 **p,
                 "segment_bytes": configs.get("segment.bytes"),
-                "segments": None,
-                "segments_note": (
-                    "Segment files are not visible to a client: DescribeLogDirs reports one "
-                    "size per partition (all its .log files), not the files themselves."
-                ),
+                "segments": [
+                    {
+                        "file": segment.file_name,
+                        "base_offset": segment.base_offset,
+                        "next_offset": end,  # the next segment's base, or the log end
+                        "size_bytes": segment.size_bytes,
+                        "largest_timestamp_ms": segment.largest_timestamp_ms,
+                        "active": i == len(segments) - 1,
+                    }
+                    for i, (segment, end) in enumerate(zip(segments, ends, strict=True))
+                ],
             }
     raise ValueError(f"topic {topic!r} has no partition {partition}")
 

@@ -65,6 +65,7 @@ from odradek.protocol.messages.admin import (
     MetadataRequest,
     MetadataResponse,
     MetadataTopic,
+    SegmentDescription,
 )
 from odradek.protocol.messages.base import (
     ACKS_ALL,
@@ -285,6 +286,7 @@ __all__ = [
     "ProduceTopicResponse",
     "Request",
     "Response",
+    "SegmentDescription",
     "Size32",
     "Str",
     "SyncGroupAssignment",

@@ -199,6 +199,15 @@ class AlterConfigsResponse(Response, tag=44, kw_only=True):
 # ---- DescribeLogDirs -----------------------------------------------------------------------
 class DescribeLogDirsRequest(Request, tag=35, kw_only=True):
     topics: list[Str] | None = None  # None: every topic
+    include_segments: bool = False  # odradek's own: list each partition's segments too
+
+
+class SegmentDescription(_Item, kw_only=True):
+    """One segment of a partition: files ``<base_offset, 20 digits>.log/.index/.timeindex``."""
+
+    base_offset: Int64
+    size_bytes: Int64  # of its .log file
+    largest_timestamp_ms: Int64 = -1  # the largest record timestamp in it; -1 if empty
 
 
 class DescribeLogDirsPartition(_Item, kw_only=True):
@@ -206,6 +215,7 @@ class DescribeLogDirsPartition(_Item, kw_only=True):
     size_bytes: Int64  # bytes of every segment's .log file
     offset_lag: Int64 = 0  # always 0 on a single node (no future replica)
     is_future_key: bool = False
+    segments: list[SegmentDescription] = []  # oldest first; with include_segments only
 
 
 class DescribeLogDirsTopic(_Item, kw_only=True):

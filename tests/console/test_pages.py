@@ -33,9 +33,11 @@ POSITIVE = re.compile(r"^(?!0(\.0)?$)\d+(\.\d+)?$")  # a rate above zero
 
 @pytest.fixture(scope="module")
 def orders(broker: BrokerProcess) -> Iterator[str]:
-    """``orders``: 3 partitions; partition 0 holds RECORDS JSON records one minute apart."""
+    """``orders``: 3 partitions; partition 0 holds RECORDS JSON records one minute apart, in
+    batches of 10 and small segments (so its page lists several)."""
+    configs = {"retention.ms": "604800000", "segment.bytes": "1024"}
     with Admin(broker.bootstrap) as admin:
-        admin.create_topics([NewTopic(TOPIC, 3, 1, {"retention.ms": "604800000"})])
+        admin.create_topics([NewTopic(TOPIC, 3, 1, configs)])
     with Producer(broker.bootstrap, acks="all") as producer:
         for i in range(RECORDS):
             value = json.dumps({"order": i, "item": "widget", "qty": i % 5}).encode()
@@ -47,6 +49,8 @@ def orders(broker: BrokerProcess) -> Iterator[str]:
                 timestamp_ms=BASE_MS + i * STEP_MS,
                 headers=[("source", b"test")],
             )
+            if i % 10 == 9:
+                producer.flush()  # one batch per 10 records
         for _ in range(5):
             producer.send(TOPIC, b"other partition", partition=1)
         producer.flush()
@@ -103,7 +107,11 @@ def test_click_through_topic_partition_messages(
         str(RECORDS)
     )
     expect(summary.locator("tr", has_text="Log dir").locator("td").nth(1)).to_contain_text("logs")
-    expect(page.locator("#segments-note")).to_contain_text("not visible to a client")
+    segments = page.locator("#segments-table tbody tr")
+    expect(segments.first.locator("td").nth(0)).to_have_text("00000000000000000000.log")
+    expect(segments.first.locator("td").nth(1)).to_contain_text("0 - ")
+    expect(segments.last.locator("td").nth(4)).to_have_text("active")
+    assert segments.count() >= 2  # 1 KiB segments, 3 batches
     page.screenshot(path=tmp_path / "partition.png", full_page=True)
 
     page.get_by_role("link", name="Browse messages →").click()

@@ -1,4 +1,4 @@
-// Partition page: offsets, size and log dir, and what a client can see of the segments.
+// Partition page: offsets, size and log dir, and its segment files.
 "use strict";
 const { el, link, table, api, fill, start, bytes, param } = odradek;
 const topic = param("topic") || "";
@@ -18,7 +18,17 @@ async function load() {
     ["segment.bytes", p.segment_bytes],
   ], { id: "partition-table" }));
   fill("browse", link("/messages", { topic: p.topic, partition: p.partition }, "Browse messages →"));
-  fill("segments", el("p", { className: "note", id: "segments-note", text: p.segments_note }));
+  fill("segments", table(
+    ["File", "Offsets", "Size", "Largest timestamp", ""],
+    p.segments.map((s) => [
+      s.file,
+      s.base_offset + " - " + (s.next_offset - 1),
+      bytes(s.size_bytes),
+      s.largest_timestamp_ms < 0 ? "-" : new Date(s.largest_timestamp_ms).toISOString(),
+      s.active ? "active" : "",
+    ]),
+    { id: "segments-table" },
+  ));
 }
 
 start(load, 5000);
