@@ -48,6 +48,7 @@ from odradek.client.accumulator import (
     RecordFuture,
     record_future,
 )
+from odradek.client.column_send import send_columns
 from odradek.client.connection import BlockingConnection
 from odradek.client.core import backoff_ms
 from odradek.client.errors import (
@@ -58,7 +59,7 @@ from odradek.client.errors import (
 )
 from odradek.client.partitioner import Partitioner, UserPartitioner
 from odradek.client.producer_core import ProducerConfig, handle_produce_response, topic_error
-from odradek.client.record_buffer import PyTailAppender, TailAppender, record_size
+from odradek.client.record_buffer import Column, PyTailAppender, TailAppender, record_size
 from odradek.client.sync_client import Client
 from odradek.client.types import TopicPartition
 
@@ -169,6 +170,18 @@ class Producer:
             if future is not None:
                 return future
         return self._send(topic, value, key, partition, timestamp_ms, headers)
+
+    def send_columns(
+        self,
+        topic: str,
+        partition: int | None,
+        values: Column | None,
+        keys: Column | None,
+        rows: Any,
+    ) -> list[Future[Any]]:
+        """Queue many records from Arrow-layout columns, a batch at a time: one future per
+        batch used (:mod:`odradek.client.column_send`)."""
+        return send_columns(self, topic, partition, values, keys, rows)
 
     def _send(
         self,
