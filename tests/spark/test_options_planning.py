@@ -48,6 +48,7 @@ def read(streaming: bool = False, **options: str) -> ReadOptions:
         ({"subscribe": "a", "startingTimestamp": "-5"}, "startingTimestamp"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions"),
         ({"subscribe": "a", "minPartitions": "many"}, "minPartitions"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition"),
         ({"subscribe": "a", "includeHeaders": "yes"}, "includeHeaders"),
         ({"subscribe": "a", "failOnDataLoss": "1"}, "failOnDataLoss"),
         ({"subscribe": "a", "bootstrap.servers": "nohost"}, "bootstrap.servers"),
