@@ -66,11 +66,10 @@ _CONTROL = 0x20
 class _Pending:
     """v2 batches collected for one columnar decode."""
 
-    __slots__ = ("append_ts", "base_offsets", "base_ts", "bodies", "body_sizes", "counts")
+    __slots__ = ("append_ts", "base_offsets", "base_ts", "bodies", "counts")
 
     def __init__(self) -> None:
         self.bodies: list[bytes | memoryview] = []
-        self.body_sizes: list[int] = []
         self.counts: list[int] = []
         self.base_offsets: list[int] = []
         self.base_ts: list[int] = []
@@ -152,7 +151,6 @@ def decode_fetch(
             except compression.CompressionError as exc:
                 raise CorruptRecordError(f"record batch at offset {base_offset}: {exc}") from None
         pending.bodies.append(body)
-        pending.body_sizes.append(len(body))
         pending.counts.append(count)
         pending.base_offsets.append(base_offset)
         pending.base_ts.append(base_ts)
