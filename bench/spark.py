@@ -82,7 +82,9 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
 
     from tests.spark import spark_support
 
-    broker = BrokerProcess([scratch / "logs"]).start()
+    # The fill's batches carry a fixed old timestamp (bench.storage): without this, the first
+    # retention check (5 minutes in) deletes them in the middle of the run.
+    broker = BrokerProcess([scratch / "logs"], overrides=["log.retention.ms=-1"]).start()
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
         read_topics, records = _fill(broker, params)
