@@ -60,7 +60,11 @@ def send_columns(
     acc = producer._acc
     futures: list[Future[Any]] = []
     start = 0
+    held = False  # the last try found the tail held by a lock-free append
     while start < total:
+        if held:
+            time.sleep(0)  # let that append finish (it needs the GIL, not our lock)
+            held = False
         if acc.buffered_bytes >= producer._buffer_memory:
             with producer._lock:
                 producer._wait_for_memory()
@@ -76,7 +80,8 @@ def send_columns(
             batch = acc.open.get((topic, target))
             if batch is not None and batch.is_tail:
                 if not acc.own_tail(batch):
-                    continue  # another thread holds it for a moment: try again
+                    held = True
+                    continue
                 acc.close(batch)
                 batch = None
             fresh = False
