@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
+$(STAMP): pyproject.toml $(wildcard odradek/client/*.c odradek/spark/*.c protocol/*.c)
 	@command -v java >/dev/null 2>&1 || { \
 		echo "Java 17 (for PySpark) is missing: installing Debian's openjdk-17-jre-headless"; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless; }
@@ -33,7 +33,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
-	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py \
+	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q tests/client tests/spark/test_decode.py tests/spark/test_arrow_records.py \
 		tests/protocol/test_validate.py tests/protocol/test_validate_native.py \
 		tests/protocol/kafka/test_produce_native.py
 

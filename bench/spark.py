@@ -11,11 +11,16 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
    start-up (~10 s for the first query of a session) and JIT land outside the figures.
 3. The read baseline's file (untimed): the topics read through ``odradek`` and written to
    Parquet, so both reads see the same rows and columns.
-4. Interleaved, ``repeats`` rounds, each timing one Spark action:
+4. Interleaved, ``repeats`` rounds, each timing one Spark action. Two read queries:
+   ``count`` = ``count(*), sum(length(value))`` (every value is materialised) and ``all`` =
+   a sum or max over every column (all seven are materialised); each checked against the fill
+   (``count``) or against the Parquet copy's answer (``all``):
 
-   * ``odradek batch read``: ``spark.read.format("odradek")`` of the topics, then
-     ``count(*), sum(length(value))`` (every value is materialised); checked against the fill.
+   * ``odradek batch read``: ``spark.read.format("odradek")`` of the topics.
    * ``Parquet read`` (baseline): the same query on the Parquet copy.
+   * ``Python data source ceiling``: the same query on ``bench.spark_ceiling``, a Python data
+     source that yields pre-built Arrow batches of the same schema and row count (no fetch,
+     no decode): what Spark's Python Data Source path costs by itself.
    * ``odradek batch write``: ``write_records`` generated rows (``value`` = 100 random
      alphanumeric bytes, ``randstr``; ``write_partitions`` Spark tasks) with
      ``df.write.format("odradek").mode("append")`` into a new topic of ``partitions``
@@ -23,7 +28,8 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
    * ``Parquet write`` (baseline): the same DataFrame written to a new Parquet directory
      (snappy, Spark's default), then deleted.
 
-Rows/s = rows / seconds of the action; medians of the repeats; ratio = odradek / Parquet.
+Rows/s = rows / seconds of the action; medians of the repeats; ratio = odradek / Parquet
+(and ceiling / Parquet).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +57,7 @@ TITLE = "Spark batch read and write through format('odradek') against Parquet (r
 VALUE_BYTES = 100  # the fill's values (bench.storage's default) and the written ones
 _NO_PROGRESS_BARS = "--conf spark.ui.showConsoleProgress=false pyspark-shell"
 _LATEST = -1  # ListOffsets timestamp for the log end offset
+QUERIES = ("count", "all")  # count(*) + sum(length(value)); every column
 
 Say = Callable[[str], None]
 
@@ -74,7 +82,9 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
 
     from tests.spark import spark_support
 
-    broker = BrokerProcess([scratch / "logs"]).start()
+    # The fill's batches carry a fixed old timestamp (bench.storage): without this, the first
+    # retention check (5 minutes in) deletes them in the middle of the run.
+    broker = BrokerProcess([scratch / "logs"], overrides=["log.retention.ms=-1"]).start()
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
         read_topics, records = _fill(broker, params)
@@ -82,6 +92,9 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         # No console progress bars (read when the JVM starts) between the runner's lines.
         os.environ.setdefault("PYSPARK_SUBMIT_ARGS", _NO_PROGRESS_BARS)
         spark = spark_support._spark()
+        from bench.spark_ceiling import CeilingSource
+
+        spark.dataSource.register(CeilingSource)
         try:
             bench = _SparkBench(spark, F, broker, scratch, params)
             say(f"warm-up: every operation on {params.warmup_records:,} rows")
@@ -89,15 +102,16 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
             say(f"copying the {records:,} records read to Parquet (the read baseline)")
             read_pq = bench.copy_to_parquet(read_topics, records)
             say(f"{params.repeats} interleaved rounds")
-            samples = interleaved(
-                {
-                    "odradek read": lambda: bench.read_odradek(read_topics, records),
-                    "parquet read": lambda: bench.read_parquet(read_pq, records),
-                    "odradek write": lambda: bench.write_odradek(params.write_records),
-                    "parquet write": lambda: bench.write_parquet(params.write_records),
-                },
-                params.repeats,
-            )
+            runs: dict[str, Callable[[], float]] = {}
+            for query in QUERIES:
+                runs[f"odradek read {query}"] = partial(
+                    bench.read_odradek, read_topics, records, query
+                )
+                runs[f"parquet read {query}"] = partial(bench.read_parquet, read_pq, records, query)
+                runs[f"ceiling read {query}"] = partial(bench.read_ceiling, records, query)
+            runs["odradek write"] = lambda: bench.write_odradek(params.write_records)
+            runs["parquet write"] = lambda: bench.write_parquet(params.write_records)
+            samples = interleaved(runs, params.repeats)
         finally:
             spark_support._shared.pop("spark").stop()
     finally:
@@ -118,26 +132,35 @@ def _fill(broker: BrokerProcess, params: Params) -> tuple[list[str], int]:
 def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> list[Figure]:
     """Rows/s per repeat, medians; each odradek figure against its Parquet baseline."""
     figures = Figures()
-    notes = {
-        "read": f"{records:,} x {VALUE_BYTES} B from {params.partitions} topic-partitions, "
-        "count + sum(length(value))",
-        "write": f"{params.write_records:,} x {VALUE_BYTES} B in {params.write_partitions} "
-        f"tasks to {params.partitions} partitions, acks={params.acks}",
-    }
-    rows = {"read": records, "write": params.write_records}
-    for what in ("read", "write"):
-        base = [rows[what] / s for s in samples[f"parquet {what}"]]
-        mine = [rows[what] / s for s in samples[f"odradek {what}"]]
-        baseline = f"Parquet {what}, same rows"
+    what_read = f"{records:,} x {VALUE_BYTES} B from {params.partitions} topic-partitions"
+    queries = {"count": "count + sum(length(value))", "all": "every column"}
+    for query in QUERIES:
+        base = [records / s for s in samples[f"parquet read {query}"]]
+        baseline = f"Parquet read, {query}"
         figures.add(baseline, median(base), "rows/s", samples=base, is_baseline=True)
-        figures.add(
-            f"odradek batch {what}",
-            median(mine),
-            "rows/s",
-            baseline=baseline,
-            samples=mine,
-            note=notes[what],
-        )
+        for name, label in (("odradek", "odradek batch read"), ("ceiling", "ceiling read")):
+            mine = [records / s for s in samples[f"{name} read {query}"]]
+            figures.add(
+                f"{label}, {query}",
+                median(mine),
+                "rows/s",
+                baseline=baseline,
+                samples=mine,
+                note=f"{what_read}, {queries[query]}",
+            )
+    rows = params.write_records
+    base = [rows / s for s in samples["parquet write"]]
+    figures.add("Parquet write", median(base), "rows/s", samples=base, is_baseline=True)
+    mine = [rows / s for s in samples["odradek write"]]
+    figures.add(
+        "odradek batch write",
+        median(mine),
+        "rows/s",
+        baseline="Parquet write",
+        samples=mine,
+        note=f"{rows:,} x {VALUE_BYTES} B in {params.write_partitions} tasks to "
+        f"{params.partitions} partitions, acks={params.acks}",
+    )
     return figures.items
 
 
@@ -152,6 +175,7 @@ class _SparkBench:
     params: Params
     _written: int = 0  # topics / directories written so far (unique names)
     _last_topic: str = ""
+    _answers: dict[str, tuple] = field(default_factory=dict)  # query -> Parquet's answer
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -163,24 +187,53 @@ class _SparkBench:
             .load()
         )
 
-    def _count_and_sum(self, df: Any, rows: int) -> float:
+    def _query(self, df: Any, rows: int, query: str, check: str | None) -> float:
+        """Seconds of one query; ``check``: the name of the answer it must give (``None``:
+        only the row count and value bytes are checked, as the ceiling's data differs)."""
         F = self.F
+        if query == "count":
+            columns = [F.count("*"), F.sum(F.length("value"))]
+        else:
+            columns = [
+                F.count("*"),
+                F.sum(F.length("value")),
+                F.sum(F.length("key")),
+                F.sum(F.length("topic")),
+                F.sum("partition"),
+                F.sum("offset"),
+                F.max("timestamp"),
+                F.sum("timestampType"),
+            ]
         with Stopwatch() as watch:
-            count, total = df.select(F.count("*"), F.sum(F.length("value"))).collect()[0]
-        if (count, total) != (rows, rows * VALUE_BYTES):
-            raise RuntimeError(f"read {count} rows, {total} value bytes; expected {rows}")
+            answer = tuple(df.select(*columns).collect()[0])
+        if answer[:2] != (rows, rows * VALUE_BYTES):
+            raise RuntimeError(f"{query}: read {answer[:2]}; expected {rows} rows")
+        if check is not None:
+            expected = self._answers.setdefault(check, answer)
+            if answer != expected:
+                raise RuntimeError(f"{query}: {answer} != {expected}")
         return watch.seconds
 
-    def read_odradek(self, topics: list[str], rows: int) -> float:
-        return self._count_and_sum(self._odradek_df(topics), rows)
+    def read_odradek(self, topics: list[str], rows: int, query: str = "count") -> float:
+        return self._query(self._odradek_df(topics), rows, query, query)
 
-    def read_parquet(self, path: Path, rows: int) -> float:
-        return self._count_and_sum(self.spark.read.parquet(str(path)), rows)
+    def read_parquet(self, path: Path, rows: int, query: str = "count") -> float:
+        return self._query(self.spark.read.parquet(str(path)), rows, query, query)
+
+    def read_ceiling(self, rows: int, query: str = "count") -> float:
+        df = (
+            self.spark.read.format("odradek-ceiling")
+            .option("rows", str(rows))
+            .option("tasks", str(self.params.partitions))
+            .load()
+        )
+        return self._query(df, rows, query, None)
 
     def copy_to_parquet(self, topics: list[str], rows: int) -> Path:
         path = self.scratch / "read.parquet"
         self._odradek_df(topics).write.parquet(str(path))
-        self.read_parquet(path, rows)  # checks the copy
+        for query in QUERIES:
+            self.read_parquet(path, rows, query)  # checks the copy, keeps the answers
         return path
 
     # -- writes ---------------------------------------------------------------------------
@@ -235,10 +288,13 @@ class _SparkBench:
         """Each operation once on ``warmup_records`` rows (written data is read back)."""
         rows = self.params.warmup_records
         self.write_odradek(rows, keep=True)
-        self.read_odradek([self._last_topic], rows)
+        for query in QUERIES:
+            self._query(self._odradek_df([self._last_topic]), rows, query, None)
+            self.read_ceiling(rows, query)
         path = self.scratch / "warm-up.parquet"
         self.write_parquet(rows, path=path)
-        self.read_parquet(path, rows)
+        # (value only: the "all" query is warmed on the read baseline's copy, when it is made)
+        self._query(self.spark.read.parquet(str(path)), rows, "count", None)
         shutil.rmtree(path)
 
 

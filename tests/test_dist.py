@@ -32,6 +32,7 @@ pytestmark = pytest.mark.slow
 # the compiled helpers (protocol/native.py), as wheel paths without the platform suffix
 CLIENT_COMPILED = ["odradek/client/_record_buffer", "odradek/client/_record_decoder"]
 PROTOCOL_COMPILED = ["odradek/protocol/_kafka_produce", "odradek/protocol/_validate"]
+SPARK_COMPILED = ["odradek/spark/_arrow_records"]
 
 BARE_NAMES = ["protocol", "storage", "broker", "client", "cli", "pipelines", "pyspark_odradek"]
 
@@ -128,7 +129,7 @@ def test_the_wheel_holds_odradek_alone(dist: Dist) -> None:
         assert f"odradek/console/static/{name}" in names, name
     compiled = sorted(n for n in names if n.endswith(".so"))
     modules = [n.split(".")[0] for n in compiled]
-    assert modules == [*CLIENT_COMPILED, *PROTOCOL_COMPILED], compiled
+    assert modules == [*CLIENT_COMPILED, *PROTOCOL_COMPILED, *SPARK_COMPILED], compiled
     # nothing from the checkout's side: tests, benchmarks, C sources
     assert not [n for n in names if n.startswith(("tests/", "bench/")) or n.endswith(".c")]
 
@@ -167,6 +168,7 @@ def test_the_sdist_carries_the_sources_and_the_tests(dist: Dist) -> None:
         "config/server.properties",
         "odradek/client/_record_buffer.c",
         "odradek/client/_record_decoder.c",
+        "odradek/spark/_arrow_records.c",
         "protocol/_validate.c",
         "protocol/_kafka_produce.c",
         "protocol/records.py",
@@ -195,6 +197,7 @@ def test_only_the_odradek_namespace_is_importable(installed: Installed) -> None:
         compiled.append(protocol_native.load("odradek.protocol._kafka_produce"))
         compiled.append(protocol_native.load("odradek.protocol._validate"))
         assert validate._walk is compiled[-1].walk_records
+        compiled.append(protocol_native.load("odradek.spark._arrow_records"))
         print(json.dumps({
             "odradek": odradek.__file__,
             "version": odradek.__version__,

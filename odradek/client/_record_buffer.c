@@ -300,6 +300,152 @@ append_record(RecordBuffer *self, const char *key, Py_ssize_t key_size, const ch
     return index;
 }
 
+/* -- extend: many records from Arrow-layout columns --------------------------------------- */
+
+/* One binary/string column in Arrow's layout: int32 offsets (element i spans
+ * offsets[first + i] .. offsets[first + i + 1] of data), an optional validity bitmap (LSB
+ * first, bit first + i; 0 = null) and `first`, the array's offset into its buffers. */
+typedef struct {
+    Py_buffer offsets, data, validity;
+    int present, has_validity;
+    Py_ssize_t first;
+} Column;
+
+static void
+column_release(Column *c)
+{
+    if (c->present) {
+        PyBuffer_Release(&c->offsets);
+        PyBuffer_Release(&c->data);
+        if (c->has_validity)
+            PyBuffer_Release(&c->validity);
+    }
+    c->present = 0;
+}
+
+/* `obj`: None (every element null) or (offsets, data, validity or None, first). */
+static int
+column_arg(PyObject *obj, Column *c, const char *what)
+{
+    memset(c, 0, sizeof(*c));
+    if (obj == Py_None)
+        return 0;
+    PyObject *offsets, *data, *validity;
+    if (!PyArg_ParseTuple(obj, "OOOn", &offsets, &data, &validity, &c->first)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected (offsets, data, validity, first) or None",
+                     what);
+        return -1;
+    }
+    if (PyObject_GetBuffer(offsets, &c->offsets, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&c->offsets);
+        return -1;
+    }
+    c->present = 1;
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0) {
+            c->present = 0;
+            PyBuffer_Release(&c->offsets);
+            PyBuffer_Release(&c->data);
+            return -1;
+        }
+        c->has_validity = 1;
+    }
+    return 0;
+}
+
+/* Element `row` of the column: data and size (-1 for null); -1 with ValueError when the
+ * buffers do not hold it. */
+static int
+column_cell(const Column *c, int64_t row, const char **data, Py_ssize_t *size)
+{
+    *data = NULL;
+    *size = -1;
+    if (!c->present)
+        return 0;
+    int64_t i = row + c->first;
+    if (row < 0 || (i + 2) * 4 > c->offsets.len) {
+        PyErr_Format(PyExc_ValueError, "row %lld is outside the column", (long long)row);
+        return -1;
+    }
+    if (c->has_validity) {
+        if (i / 8 >= c->validity.len) {
+            PyErr_SetString(PyExc_ValueError, "validity bitmap too short");
+            return -1;
+        }
+        if (!((((const uint8_t *)c->validity.buf)[i / 8] >> (i % 8)) & 1))
+            return 0;
+    }
+    int32_t from, to;
+    memcpy(&from, (const char *)c->offsets.buf + i * 4, 4);
+    memcpy(&to, (const char *)c->offsets.buf + (i + 1) * 4, 4);
+    if (from < 0 || to < from || to > c->data.len) {
+        PyErr_SetString(PyExc_ValueError, "column offsets outside the data buffer");
+        return -1;
+    }
+    *data = (const char *)c->data.buf + from;
+    *size = to - from;
+    return 0;
+}
+
+PyDoc_STRVAR(extend_doc,
+"extend(values, keys, rows, start, timestamp_ms, limit_bytes) -> int\n\n"
+"Append the records rows[start], rows[start + 1], ... (rows: a buffer of int64 row numbers)\n"
+"whose value and key are those rows of `values` and `keys`: each None (all null) or an\n"
+"Arrow binary/string column as (offsets, data, validity or None, array offset). Stops before\n"
+"the record that would take size_bytes past limit_bytes (a buffer that is empty takes one\n"
+"anyway); no headers, every record stamped timestamp_ms. Returns where it stopped.");
+
+static PyObject *
+RecordBuffer_extend(RecordBuffer *self, PyObject *args)
+{
+    PyObject *values_obj, *keys_obj, *rows_obj;
+    Py_ssize_t start, limit_bytes;
+    long long timestamp_ms;
+    if (!PyArg_ParseTuple(args, "OOOnLn:extend", &values_obj, &keys_obj, &rows_obj, &start,
+                          &timestamp_ms, &limit_bytes))
+        return NULL;
+    Column values, keys;
+    Py_buffer rows;
+    if (column_arg(values_obj, &values, "values") < 0)
+        return NULL;
+    if (column_arg(keys_obj, &keys, "keys") < 0) {
+        column_release(&values);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_SIMPLE) < 0) {
+        column_release(&values);
+        column_release(&keys);
+        return NULL;
+    }
+    Py_ssize_t n = rows.len / 8;
+    PyObject *result = NULL;
+    if (start < 0)
+        start = 0;
+    for (; start < n; start++) {
+        int64_t row;
+        memcpy(&row, (const char *)rows.buf + start * 8, 8);
+        const char *value, *key;
+        Py_ssize_t value_size, key_size;
+        if (column_cell(&values, row, &value, &value_size) < 0
+            || column_cell(&keys, row, &key, &key_size) < 0)
+            goto done;
+        Py_ssize_t size = RECORD_OVERHEAD_BYTES + (key_size > 0 ? key_size : 0)
+                          + (value_size > 0 ? value_size : 0);
+        if (self->count > 0 && self->size_bytes + size > limit_bytes)
+            break;
+        if (append_record(self, key, key_size, value, value_size, timestamp_ms, NULL) < 0)
+            goto done;
+    }
+    result = PyLong_FromSsize_t(start);
+done:
+    PyBuffer_Release(&rows);
+    column_release(&values);
+    column_release(&keys);
+    return result;
+}
+
 PyDoc_STRVAR(append_doc,
 "append(value, key, timestamp_ms, headers) -> int\n\n"
 "Encode one record at the end; returns its index (offset delta). value and key are bytes\n"
@@ -393,6 +539,7 @@ static PyMethodDef RecordBuffer_methods[] = {
     {"append", (PyCFunction)(void (*)(void))RecordBuffer_append, METH_FASTCALL, append_doc},
     {"body", (PyCFunction)RecordBuffer_body, METH_NOARGS, body_doc},
     {"sizes", (PyCFunction)RecordBuffer_sizes, METH_O, sizes_doc},
+    {"extend", (PyCFunction)RecordBuffer_extend, METH_VARARGS, extend_doc},
     {NULL, NULL, 0, NULL},
 };
 

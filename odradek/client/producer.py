@@ -41,10 +41,11 @@ from types import MethodType
 from typing import Any
 
 from odradek.client.accumulator import Batch, FailedFuture, RecordFuture, record_future
+from odradek.client.column_send import send_columns
 from odradek.client.connection import BlockingConnection
 from odradek.client.errors import KafkaError, KafkaTimeoutError
 from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
-from odradek.client.record_buffer import PyTailAppender, TailAppender
+from odradek.client.record_buffer import Column, PyTailAppender, TailAppender
 from odradek.client.sync_client import Client
 from odradek.client.types import TopicPartition
 
@@ -109,6 +110,18 @@ class Producer(ProducerCore):
             if future is not None:
                 return future
         return self._send(topic, value, key, partition, timestamp_ms, headers)
+
+    def send_columns(
+        self,
+        topic: str,
+        partition: int | None,
+        values: Column | None,
+        keys: Column | None,
+        rows: Any,
+    ) -> list[Future[Any]]:
+        """Queue many records from Arrow-layout columns, a batch at a time: one future per
+        batch used (:mod:`odradek.client.column_send`)."""
+        return send_columns(self, topic, partition, values, keys, rows)
 
     def _send(
         self,

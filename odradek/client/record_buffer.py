@@ -54,6 +54,30 @@ __all__ = [
 RECORD_OVERHEAD_BYTES = 36
 
 Headers = list[tuple[str, bytes | None]]
+# An Arrow binary/string column: int32 offsets, data, validity bitmap (or None), array offset
+Column = tuple[Any, Any, Any, int]
+
+
+def _cell(column: Column | None, row: int) -> bytes | None:
+    """Element ``row`` of an Arrow-layout column (see :data:`Column`); ``None`` when null."""
+    if column is None:
+        return None
+    offsets, data, validity, first = column
+    i = row + first
+    if row < 0 or (i + 2) * 4 > memoryview(offsets).nbytes:
+        raise ValueError(f"row {row} is outside the column")
+    if validity is not None:
+        bits = memoryview(validity).cast("B")
+        if i // 8 >= len(bits):
+            raise ValueError("validity bitmap too short")
+        if not (bits[i // 8] >> (i % 8)) & 1:
+            return None
+    bounds = memoryview(offsets).cast("B").cast("i")
+    begin, end = bounds[i], bounds[i + 1]
+    raw = memoryview(data).cast("B")
+    if begin < 0 or end < begin or end > len(raw):
+        raise ValueError("column offsets outside the data buffer")
+    return bytes(raw[begin:end])
 
 
 def record_size(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
@@ -108,6 +132,33 @@ class PyRecordBuffer:
         key = self.keys[index]
         value = self.values[index]
         return (-1 if key is None else len(key), -1 if value is None else len(value))
+
+    def extend(
+        self,
+        values: Column | None,
+        keys: Column | None,
+        rows: Any,
+        start: int,
+        timestamp_ms: int,
+        limit_bytes: int,
+    ) -> int:
+        """Append the records ``rows[start]``, ``rows[start + 1]``, ... (``rows``: a buffer of
+        int64 row numbers) whose value and key are those rows of ``values`` and ``keys``: each
+        ``None`` (all null) or an Arrow binary/string column as ``(offsets, data, validity or
+        None, array offset)``. Stops before the record that would take ``size_bytes`` past
+        ``limit_bytes`` (an empty buffer takes one anyway); no headers, every record stamped
+        ``timestamp_ms``. Returns where it stopped."""
+        numbers = memoryview(rows).cast("B").cast("q")
+        start = max(start, 0)
+        while start < len(numbers):
+            row = numbers[start]
+            value = _cell(values, row)
+            key = _cell(keys, row)
+            if self.values and self.size_bytes + record_size(key, value, None) > limit_bytes:
+                break
+            self.append(value, key, timestamp_ms, None)
+            start += 1
+        return start
 
     def body(self) -> bytes:
         """The encoded records."""

@@ -23,7 +23,14 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from odradek.pipelines.session import spark_session
+from odradek.pipelines.session import (
+    add_spark_arguments,
+    cores,
+    job_settings,
+    overrides_from,
+    spark_session,
+    topic_partitions,
+)
 
 __all__ = ["export", "read_topic"]
 
@@ -82,9 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--include-headers", action="store_true")
     parser.add_argument("--min-partitions", type=int, default=None)
     parser.add_argument("--mode", choices=("overwrite", "append"), default="overwrite")
-    parser.add_argument("--master", default=None, help="default: local[*] (or spark-submit's)")
+    add_spark_arguments(parser)
     args = parser.parse_args(argv)
-    spark = spark_session("odradek-export", args.master)
+    partitions = topic_partitions(args.bootstrap_server, [args.topic])
+    settings = job_settings(partitions, cores(args.master), overrides_from(args))
+    spark = spark_session("odradek-export", args.master, settings)
     records = read_topic(
         spark,
         bootstrap=args.bootstrap_server,

@@ -26,7 +26,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from odradek.pipelines.session import spark_session
+from odradek.pipelines.session import (
+    add_spark_arguments,
+    cores,
+    job_settings,
+    overrides_from,
+    spark_session,
+    topic_partitions,
+)
 
 __all__ = ["EVENT_SCHEMA", "count_views", "start"]
 
@@ -151,9 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--available-now", action="store_true", help="process what is there, then stop"
     )
-    parser.add_argument("--master", default=None, help="default: local[*] (or spark-submit's)")
+    add_spark_arguments(parser)
     args = parser.parse_args(argv)
-    spark = spark_session("odradek-page-views", args.master)
+    partitions = topic_partitions(args.bootstrap_server, [args.source_topic])
+    settings = job_settings(partitions, cores(args.master), overrides_from(args))
+    spark = spark_session("odradek-page-views", args.master, settings)
     query = start(
         spark,
         bootstrap=args.bootstrap_server,

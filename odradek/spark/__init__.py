@@ -42,7 +42,20 @@ def __getattr__(name: str) -> Any:
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``format("odradek")`` available in ``spark`` (idempotent)."""
+    """Make ``format("odradek")`` available in ``spark`` (idempotent: a session that has it
+    already is left alone, so Spark logs no "replaced a ... registered data source" warning)."""
     from odradek.spark.source import OdradekDataSource
 
+    if _registered(spark):
+        return
     spark.dataSource.register(OdradekDataSource)
+
+
+def _registered(spark: SparkSession) -> bool:
+    """Whether ``spark`` already knows a data source named ``odradek`` (classic sessions; a
+    Spark Connect session has no JVM handle here and is registered every time)."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()  # type: ignore[attr-defined]
+        return bool(manager.dataSourceExists("odradek"))
+    except Exception:  # no JVM session object (Spark Connect) or another Spark version
+        return False

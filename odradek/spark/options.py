@@ -300,6 +300,7 @@ class ReadOptions:
     ending: OffsetSpec | None  # batch only
     starting_by_timestamp_strategy: Literal["error", "latest"] = "error"
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     max_offsets_per_trigger: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
@@ -331,6 +332,7 @@ class ReadOptions:
             ending=ending,
             starting_by_timestamp_strategy=strategy,  # type: ignore[arg-type]
             min_partitions=_parse_int(options, "minPartitions", minimum=1),
+            max_records_per_partition=_parse_int(options, "maxRecordsPerPartition", minimum=1),
             max_offsets_per_trigger=max_per_trigger,
             include_headers=parse_bool(options, "includeHeaders", False),
             fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),

@@ -2,9 +2,13 @@
 
 Pure functions over plain data (no broker, no Spark session), so every rule is unit-tested:
 
-* :func:`split_ranges` is Spark's ``KafkaOffsetRangeCalculator``: with ``minPartitions`` above
-  the number of topic-partitions, each range is cut into pieces in proportion to its size
-  (rounded, at least one), the last piece taking the rounding; empty ranges are dropped.
+* :func:`split_ranges` is Spark's ``KafkaOffsetRangeCalculator`` (Spark 4's, with
+  ``maxRecordsPerPartition``): by default one range per topic-partition, as Spark does; with
+  ``maxRecordsPerPartition`` each range is first cut into ``ceil(size / max)`` equal pieces;
+  then, with ``minPartitions`` above the number of ranges, each range is cut into pieces in
+  proportion to its size (rounded, at least one). Pieces differ by at most one offset; empty
+  ranges are dropped. Each piece is one Spark task, so a single-partition topic reads in
+  parallel once either option asks for it.
 * :func:`rate_limit` spreads ``maxOffsetsPerTrigger`` over the partitions in proportion to
   how many offsets each has available. Unlike Spark's rounding, which can overshoot the
   limit, the shares are floored and the leftover offsets go one by one to the partitions with
@@ -48,24 +52,40 @@ class OffsetRange(InputPartition):
         return (self.topic, self.partition)
 
 
-def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Non-empty ranges, cut so that there are about ``min_partitions`` of them (Spark's rule)."""
+def split_ranges(
+    ranges: Iterable[OffsetRange],
+    min_partitions: int | None,
+    max_records_per_partition: int | None = None,
+) -> list[OffsetRange]:
+    """Non-empty ranges, each at most ``max_records_per_partition`` offsets long, then cut so
+    that there are about ``min_partitions`` of them (Spark's rules)."""
     ranges = [r for r in ranges if r.size > 0]
+    if max_records_per_partition is not None:
+        ranges = [
+            piece for r in ranges for piece in _cut(r, -(-r.size // max_records_per_partition))
+        ]
     if min_partitions is None or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    result: list[OffsetRange] = []
-    for r in ranges:
-        parts = max(_round_half_up(r.size * min_partitions, total), 1)
-        remaining = r.size
-        start = r.from_offset
-        for part in range(parts):
-            this = remaining // (parts - part)
-            remaining -= this
-            end = min(start + this, r.until_offset)
-            if end > start:
-                result.append(OffsetRange(r.topic, r.partition, start, end))
-            start = end
+    return [
+        piece
+        for r in ranges
+        for piece in _cut(r, max(_round_half_up(r.size * min_partitions, total), 1))
+    ]
+
+
+def _cut(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """``r`` in ``parts`` consecutive non-empty pieces whose sizes differ by at most one."""
+    result = []
+    remaining = r.size
+    start = r.from_offset
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        end = min(start + this, r.until_offset)
+        if end > start:
+            result.append(OffsetRange(r.topic, r.partition, start, end))
+        start = end
     return result
 
 

@@ -14,8 +14,19 @@ prefix). A task ends only after ``flush()`` and after every delivery future succ
 finished task means its records are acknowledged (at-least-once: a retried task writes its
 rows again). The first failed delivery fails the task with the broker's error.
 
-Rows arrive as Arrow record batches (``DataSourceArrowWriter``): columns are converted to
-Python values a batch at a time; the only per-row work is the ``send`` call.
+Rows arrive as Arrow record batches (``DataSourceArrowWriter``) and go to the producer a
+producer batch at a time (:meth:`odradek.client.Producer.send_columns`): the record bytes are
+encoded from the Arrow buffers in C (the client's ``RecordBuffer.extend``), with no Python
+object per row. Per Arrow batch and topic:
+
+1. Each row's partition: the ``partition`` column's value; else, for a row with a key, Kafka's
+   default partitioner (murmur2 of the key: the only per-row Python work, for keyed rows
+   alone); else none (null key: the sticky partitioner, a producer batch at a time).
+2. The rows of each partition, in their order, go to ``send_columns``; so do the rows without
+   a partition. Row order within a partition is kept.
+
+Rows with headers (a non-null ``headers`` value in the Arrow batch) take the per-row ``send``
+path, one Arrow batch at a time: the column encoder carries no headers.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -163,43 +175,131 @@ def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> i
     try:
         for batch in batches:
             names = {name.lower(): i for i, name in enumerate(batch.schema.names)}
-
-            def column(
-                name: str, batch: pa.RecordBatch = batch, names: dict[str, int] = names
-            ) -> pa.Array | None:
-                index = names.get(name)
-                return None if index is None else batch.column(index)
-
-            n = batch.num_rows
-            values = _bytes_list(column("value"), n)
-            keys = _bytes_list(column("key"), n)
-            topic_column = column("topic")
-            topics = (
-                [options.topic] * n
-                if options.topic is not None or topic_column is None
-                else topic_column.to_pylist()
-            )
-            partition_column = column("partition")
-            partitions = [None] * n if partition_column is None else partition_column.to_pylist()
-            headers = _headers_list(column("headers"), n)
-            send = producer.send
-            track = deliveries.track
-            for topic, value, key, partition, header in zip(
-                topics, values, keys, partitions, headers, strict=True
-            ):
-                if topic is None:
-                    raise ValueError(
-                        "a row has a null 'topic' and no 'topic' option is given (row "
-                        f"{count} of this task)"
-                    )
-                track(send(topic, value=value, key=key, partition=partition, headers=header))
-                count += 1
+            headers = names.get("headers")
+            if headers is not None and batch.column(headers).null_count < batch.num_rows:
+                _send_rows(producer, deliveries, options, batch, names, count)
+            else:
+                _send_columns(producer, deliveries, options, batch, names, count)
+            count += batch.num_rows
             deliveries.check()
         producer.flush()
         deliveries.check(wait=True)
     finally:
         producer.close()
     return count
+
+
+def _column(batch: pa.RecordBatch, names: dict[str, int], name: str) -> pa.Array | None:
+    index = names.get(name)
+    return None if index is None else batch.column(index)
+
+
+def _buffers(array: pa.Array | None) -> tuple[object, object, object, int] | None:
+    """An Arrow binary/string array as the client's column tuple (offsets, data, validity,
+    array offset); ``None`` when absent or all null."""
+    if array is None or array.null_count == len(array):
+        return None
+    if pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type):
+        array = array.cast(pa.binary())
+    validity, offsets, data = array.buffers()[:3]
+    return (offsets, b"" if data is None else data, validity, array.offset)
+
+
+def _send_columns(
+    producer: Producer,
+    deliveries: _Deliveries,
+    options: WriteOptions,
+    batch: pa.RecordBatch,
+    names: dict[str, int],
+    sent_before: int,
+) -> None:
+    """Steps 1-2 of the module docstring for one Arrow batch."""
+    n = batch.num_rows
+    values = _buffers(_column(batch, names, "value"))
+    key_array = _column(batch, names, "key")
+    keys = _buffers(key_array)
+    partition_array = _column(batch, names, "partition")
+    topic_array = _column(batch, names, "topic")
+    if options.topic is not None or topic_array is None:
+        groups = [(options.topic, np.arange(n, dtype=np.int64))]
+    else:
+        groups = _by_topic(topic_array, sent_before)
+    explicit = np.full(n, -1, dtype=np.int64)
+    if partition_array is not None and partition_array.null_count < n:
+        explicit = partition_array.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    for topic, rows in groups:
+        assert topic is not None
+        chosen = explicit[rows]
+        if keys is not None:
+            keyed = np.flatnonzero(
+                (chosen < 0) & key_array.is_valid().to_numpy(zero_copy_only=False)[rows]
+            )
+            if keyed.size:
+                chosen[keyed] = _key_partitions(producer, topic, key_array, rows[keyed])
+        for partition in np.unique(chosen).tolist():
+            these = np.ascontiguousarray(rows[chosen == partition])
+            target = None if partition < 0 else partition
+            for future in producer.send_columns(topic, target, values, keys, these):
+                deliveries.track(future)
+
+
+def _by_topic(topics: pa.Array, sent_before: int) -> list[tuple[str, np.ndarray]]:
+    """The rows of each topic, in order; a null topic fails the task (as Spark's sink)."""
+    if topics.null_count:
+        row = sent_before + int(
+            np.flatnonzero(~topics.is_valid().to_numpy(zero_copy_only=False))[0]
+        )
+        raise ValueError(
+            f"a row has a null 'topic' and no 'topic' option is given (row {row} of this task)"
+        )
+    encoded = topics.dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    return [
+        (name, np.flatnonzero(codes == code).astype(np.int64))
+        for code, name in enumerate(encoded.dictionary.to_pylist())
+    ]
+
+
+def _key_partitions(producer: Producer, topic: str, keys: pa.Array, rows: np.ndarray) -> list[int]:
+    """Kafka's default partitioner for the keyed rows without a partition."""
+    count = len(producer.partitions_for(topic))
+    partition = producer._partitioner.partition
+    values = keys.take(pa.array(rows)).to_pylist()
+    return [partition(topic, k.encode() if isinstance(k, str) else k, count) for k in values]
+
+
+def _send_rows(
+    producer: Producer,
+    deliveries: _Deliveries,
+    options: WriteOptions,
+    batch: pa.RecordBatch,
+    names: dict[str, int],
+    sent_before: int,
+) -> None:
+    """One ``send`` per row (rows with headers)."""
+    n = batch.num_rows
+    values = _bytes_list(_column(batch, names, "value"), n)
+    keys = _bytes_list(_column(batch, names, "key"), n)
+    topic_column = _column(batch, names, "topic")
+    topics = (
+        [options.topic] * n
+        if options.topic is not None or topic_column is None
+        else topic_column.to_pylist()
+    )
+    partition_column = _column(batch, names, "partition")
+    partitions = [None] * n if partition_column is None else partition_column.to_pylist()
+    headers = _headers_list(_column(batch, names, "headers"), n)
+    send = producer.send
+    track = deliveries.track
+    for row, (topic, value, key, partition, header) in enumerate(
+        zip(topics, values, keys, partitions, headers, strict=True)
+    ):
+        if topic is None:
+            raise ValueError(
+                "a row has a null 'topic' and no 'topic' option is given (row "
+                f"{sent_before + row} of this task)"
+            )
+        track(send(topic, value=value, key=key, partition=partition, headers=header))
 
 
 class OdradekBatchWriter(DataSourceArrowWriter):

@@ -186,7 +186,7 @@ class OdradekBatchReader(DataSourceReader):
                     f"{tp[0]}-{tp[1]} ends at {high}, before where it starts ({low})",
                 )
             ranges.append(OffsetRange(tp[0], tp[1], low, high))
-        return split_ranges(ranges, options.min_partitions)
+        return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange) or partition.size == 0:
@@ -308,7 +308,9 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
                 low = min(earliest[tp], high)
             ranges.append(OffsetRange(tp[0], tp[1], low, high))
-        return split_ranges(ranges, self.options.min_partitions)
+        return split_ranges(
+            ranges, self.options.min_partitions, self.options.max_records_per_partition
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange) or partition.size == 0:

@@ -59,3 +59,15 @@ def test_export_by_time_and_by_offsets(
     back = spark.read.parquet(str(out))
     counts = {str(r.date): r["count"] for r in back.groupBy("date").count().collect()}
     assert counts == {"2023-11-14": 6, "2023-11-15": 10, "2023-11-16": 4}
+
+
+def test_job_settings_are_sized_to_the_topic_and_overridable() -> None:
+    from odradek.pipelines.session import job_settings
+
+    settings = job_settings(3, 2, {})
+    assert settings["spark.sql.shuffle.partitions"] == "3"
+    assert settings["spark.sql.adaptive.enabled"] == "true"
+    assert job_settings(0, 2, {})["spark.sql.shuffle.partitions"] == "1"
+    assert job_settings(500, 2, {})["spark.sql.shuffle.partitions"] == "8"  # 4 per core
+    override = {"spark.sql.shuffle.partitions": "17"}
+    assert job_settings(3, 2, override)["spark.sql.shuffle.partitions"] == "17"

@@ -173,6 +173,9 @@ def test_min_partitions_splits_ranges(spark: Any, wire: Wire, topic: str) -> Non
     assert sorted(sizes) == [50] * 8
     assert offsets(split) == offsets(plain)
     assert len(offsets(split)) == 400
+    capped = load(spark, wire, subscribe=topic, maxRecordsPerPartition="120")
+    assert capped.rdd.getNumPartitions() == 4  # 3 pieces of 100 of partition 0, 1 of 100
+    assert offsets(capped) == offsets(plain)
 
 
 def test_many_batches_and_compression(spark: Any, wire: Wire, topic: str) -> None:

@@ -48,6 +48,7 @@ def read(streaming: bool = False, **options: str) -> ReadOptions:
         ({"subscribe": "a", "startingTimestamp": "-5"}, "startingTimestamp"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions"),
         ({"subscribe": "a", "minPartitions": "many"}, "minPartitions"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "0"}, "maxRecordsPerPartition"),
         ({"subscribe": "a", "includeHeaders": "yes"}, "includeHeaders"),
         ({"subscribe": "a", "failOnDataLoss": "1"}, "failOnDataLoss"),
         ({"subscribe": "a", "bootstrap.servers": "nohost"}, "bootstrap.servers"),
@@ -169,13 +170,40 @@ def test_split_ranges_follows_sparks_proportional_rule() -> None:
     assert sum(r.size for r in split) == 400
 
 
+def test_max_records_per_partition_cuts_large_ranges_first() -> None:
+    ranges = [OffsetRange("t", 0, 0, 1000), OffsetRange("t", 1, 0, 10)]
+    split = split_ranges(ranges, None, 300)
+    assert [(r.partition, r.from_offset, r.until_offset) for r in split] == [
+        (0, 0, 250),
+        (0, 250, 500),
+        (0, 500, 750),
+        (0, 750, 1000),
+        (1, 0, 10),
+    ]
+    # minPartitions then applies to the pieces, as in Spark: each 250-offset piece gets
+    # round(250 * 10 / 1010) = 2, the 10-offset range 1 (at least one): 9, "about" 10
+    assert len(split_ranges(ranges, 10, 300)) == 9
+
+
+def test_a_single_partition_topic_reads_in_parallel_when_asked() -> None:
+    one = [OffsetRange("t", 0, 0, 1_000_000)]
+    assert split_ranges(one, None) == one  # Spark's default: one task per topic-partition
+    assert len(split_ranges(one, 2)) == 2
+    assert len(split_ranges(one, None, 250_000)) == 4
+
+
 @given(
     st.lists(st.integers(min_value=0, max_value=1000), min_size=1, max_size=6),
     st.integers(min_value=1, max_value=50),
+    st.one_of(st.none(), st.integers(min_value=1, max_value=400)),
 )
-def test_split_ranges_covers_each_range_exactly(sizes: list[int], min_partitions: int) -> None:
+def test_split_ranges_covers_each_range_exactly(
+    sizes: list[int], min_partitions: int, max_records: int | None
+) -> None:
     ranges = [OffsetRange("t", p, 10, 10 + size) for p, size in enumerate(sizes)]
-    split = split_ranges(ranges, min_partitions)
+    split = split_ranges(ranges, min_partitions, max_records)
+    if max_records is not None:
+        assert all(r.size <= max_records for r in split)
     for p, size in enumerate(sizes):
         pieces = [r for r in split if r.partition == p]
         assert all(r.size > 0 for r in pieces)

@@ -26,3 +26,15 @@ def test_register_twice(spark: Any) -> None:
     odradek.spark.register(spark)
     schema = spark.read.format("odradek").option("subscribe", "x").load().schema
     assert schema.fieldNames()[:2] == ["key", "value"]
+
+
+@pytest.mark.slow
+def test_register_registers_once(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second ``register`` leaves the session alone: Spark would log that the data source
+    "replaced a previously registered data source" on every re-registration."""
+    from pyspark.sql.datasource import DataSourceRegistration
+
+    calls = []
+    monkeypatch.setattr(DataSourceRegistration, "register", lambda self, cls: calls.append(cls))
+    odradek.spark.register(spark)
+    assert calls == []  # the session fixture registered it already
