@@ -28,9 +28,9 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from odradek.spark.files_layout import LogDirs
 from odradek.spark.files_plan import DEFAULT_MAX_PARTITION_BYTES, FileRange, plan_file_ranges
 from odradek.spark.files_read import read_file_range
-from odradek.spark.metadata import bounds, discover, report_data_loss, resolve
+from odradek.spark.metadata import batch_ranges, discover
 from odradek.spark.options import OdradekOptionError, ReadOptions, _get, _parse_int
-from odradek.spark.planning import OffsetRange, split_ranges
+from odradek.spark.planning import split_ranges
 
 __all__ = ["FilesBatchReader", "FilesOptions", "has_log_dirs"]
 
@@ -89,35 +89,10 @@ class FilesBatchReader(DataSourceReader):
             dirs.partition_log(tp)  # a missing partition directory fails here, naming log.dirs
         if not tps:
             return []
-        earliest, latest = bounds(dirs, tps)
-        start = resolve(
-            dirs, options.starting, tps, no_match=options.starting_by_timestamp_strategy
-        )
-        assert options.ending is not None
-        end = resolve(dirs, options.ending, tps, no_match="latest")
-        ranges = []
-        for tp in tps:
-            low, high = start[tp], end[tp]
-            if low < earliest[tp]:
-                report_data_loss(
-                    options.fail_on_data_loss,
-                    f"{options.starting.option}: {tp[0]}-{tp[1]} starts at {low}, "
-                    f"but its earliest offset is {earliest[tp]}.",
-                )
-                low = earliest[tp]
-            if high > latest[tp]:
-                raise OdradekOptionError(
-                    options.ending.option,
-                    f"{tp[0]}-{tp[1]} ends at {high}, after its latest offset {latest[tp]}",
-                )
-            if high < low:
-                raise OdradekOptionError(
-                    options.ending.option,
-                    f"{tp[0]}-{tp[1]} ends at {high}, before where it starts ({low})",
-                )
-            ranges.append(OffsetRange(tp[0], tp[1], low, high))
+        ranges = batch_ranges(dirs, options, tps)
         tasks: list[FileRange] = []
-        for offset_range in split_ranges(ranges, options.min_partitions):
+        splits = split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
+        for offset_range in splits:
             plog = dirs.partition_log(offset_range.topic_partition)
             tasks.extend(plan_file_ranges(plog, offset_range, files.max_partition_bytes))
         if not files.read_committed:

@@ -18,13 +18,16 @@ from odradek.spark.options import (
     LATEST,
     OdradekOptionError,
     OffsetSpec,
+    ReadOptions,
     Subscription,
     TopicPartition,
 )
+from odradek.spark.planning import OffsetRange
 
 __all__ = [
     "Cluster",
     "DataLossError",
+    "batch_ranges",
     "bounds",
     "discover",
     "report_data_loss",
@@ -152,6 +155,41 @@ def resolve(
             spec.option, "unknown topic-partition " + ", ".join(f"{t}-{p}" for t, p in unmatched)
         )
     return result
+
+
+def batch_ranges(
+    cluster: Cluster, options: ReadOptions, tps: list[TopicPartition]
+) -> list[OffsetRange]:
+    """A batch query's offset range per partition of ``tps``: ``startingOffsets`` to
+    ``endingOffsets`` resolved against ``cluster`` (the broker, or the log dirs), checked as
+    Spark's Kafka source checks them: a start before the log start is data loss
+    (``failOnDataLoss``), an end past the log end or before the start is an option error."""
+    earliest, latest = bounds(cluster, tps)
+    start = resolve(cluster, options.starting, tps, no_match=options.starting_by_timestamp_strategy)
+    assert options.ending is not None  # batch queries always have one
+    end = resolve(cluster, options.ending, tps, no_match="latest")
+    ranges = []
+    for tp in tps:
+        low, high = start[tp], end[tp]
+        if low < earliest[tp]:
+            report_data_loss(
+                options.fail_on_data_loss,
+                f"{options.starting.option}: {tp[0]}-{tp[1]} starts at {low}, "
+                f"but its earliest offset is {earliest[tp]}.",
+            )
+            low = earliest[tp]
+        if high > latest[tp]:
+            raise OdradekOptionError(
+                options.ending.option,
+                f"{tp[0]}-{tp[1]} ends at {high}, after its latest offset {latest[tp]}",
+            )
+        if high < low:
+            raise OdradekOptionError(
+                options.ending.option,
+                f"{tp[0]}-{tp[1]} ends at {high}, before where it starts ({low})",
+            )
+        ranges.append(OffsetRange(tp[0], tp[1], low, high))
+    return ranges
 
 
 def _check_named(spec: OffsetSpec, tps: list[TopicPartition]) -> None:

@@ -40,7 +40,14 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from odradek.spark.fetch import read_range
-from odradek.spark.metadata import Cluster, bounds, discover, report_data_loss, resolve
+from odradek.spark.metadata import (
+    Cluster,
+    batch_ranges,
+    bounds,
+    discover,
+    report_data_loss,
+    resolve,
+)
 from odradek.spark.options import (
     OdradekOptionError,
     ReadOptions,
@@ -157,35 +164,9 @@ class OdradekBatchReader(DataSourceReader):
             tps = discover(cluster, options.subscription, strict=True)
             if not tps:
                 return []
-            earliest, latest = bounds(cluster, tps)
-            start = resolve(
-                cluster, options.starting, tps, no_match=options.starting_by_timestamp_strategy
-            )
-            assert options.ending is not None
-            end = resolve(cluster, options.ending, tps, no_match="latest")
+            ranges = batch_ranges(cluster, options, tps)
         finally:
             cluster.close()
-        ranges = []
-        for tp in tps:
-            low, high = start[tp], end[tp]
-            if low < earliest[tp]:
-                report_data_loss(
-                    options.fail_on_data_loss,
-                    f"{options.starting.option}: {tp[0]}-{tp[1]} starts at {low}, "
-                    f"but its earliest offset is {earliest[tp]}.",
-                )
-                low = earliest[tp]
-            if high > latest[tp]:
-                raise OdradekOptionError(
-                    options.ending.option,
-                    f"{tp[0]}-{tp[1]} ends at {high}, after its latest offset {latest[tp]}",
-                )
-            if high < low:
-                raise OdradekOptionError(
-                    options.ending.option,
-                    f"{tp[0]}-{tp[1]} ends at {high}, before where it starts ({low})",
-                )
-            ranges.append(OffsetRange(tp[0], tp[1], low, high))
         return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
