@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c protocol/*.c)
 		echo "kcat (a Kafka client the compatibility tests run) is missing: installing Debian's kcat"; \
 		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends kcat; } \
 		|| echo "could not install kcat: tests/broker/kafka/test_kcat.py will be skipped"; }
+	@command -v fusermount3 >/dev/null 2>&1 || { \
+		echo "fuse3 (the power-cut tests' file system, tests/powercut) is missing: installing Debian's fuse3"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends fuse3; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
