@@ -48,7 +48,7 @@ class WriteUndo:
 
     offset: int  # where the write started; for a truncate: the new size
     data_bytes: int  # bytes written (0 for a truncate)
-    old_bytes: bytes  # what the change overwrote or cut off, within the old size
+    old_bytes: bytes  # what the change overwrote or cut off (a truncate: less trailing zeros)
     old_size: int
 
 
@@ -103,6 +103,7 @@ class Journal:
         self.graveyard.mkdir(parents=True, exist_ok=True)
         self._paths: dict[int, str] = {self.ROOT: ""}  # node -> path ("\0<n>": in the graveyard)
         self._nodes: dict[str, int] = {"": self.ROOT}
+        self._dirs: set[int] = {self.ROOT}  # the nodes that are directories
         self._next_node = 1
         self._undo: dict[int, list[WriteUndo]] = {}
         self._ops: list[DirEntryOp] = []
@@ -132,6 +133,8 @@ class Journal:
             self._next_node += 1
             self._nodes[path] = node
             self._paths[node] = path
+            if (self.root / path).is_dir():
+                self._dirs.add(node)
         return node
 
     def real(self, node_or_path: int | str) -> Path:
@@ -149,8 +152,10 @@ class Journal:
         """Record that ``node`` (and, for a directory, everything under it) is at ``new_path``."""
         old = self._paths[node]
         prefix = old + "/"
-        for other, path in list(self._paths.items()):
-            if other == node or (old and not old.startswith("\0") and path.startswith(prefix)):
+        is_dir = node in self._dirs
+        moving = list(self._paths.items()) if is_dir else [(node, old)]
+        for other, path in moving:
+            if other == node or (old and is_dir and path.startswith(prefix)):
                 moved = new_path + path[len(old) :]
                 if self._nodes.get(path) == other:
                     del self._nodes[path]
@@ -182,10 +187,10 @@ class Journal:
             path = self.real(node)
             size = os.fstat(fd).st_size if fd is not None else os.stat(path).st_size
             old = b""
-            if length < size:
+            if length < size:  # trailing zeros are not kept: growing the file back makes them
                 with open(path, "rb") as f:
                     f.seek(length)
-                    old = f.read(size - length)
+                    old = f.read(size - length).rstrip(b"\0")
             self._undo.setdefault(node, []).append(WriteUndo(length, 0, old, size))
             if fd is not None:
                 os.ftruncate(fd, length)
