@@ -10,6 +10,8 @@ Run as its own process (:mod:`tests.powercut.mount` starts it)::
 ``fsync``, ``fsyncdir`` or ``*``) whose path (for a rename: either path) matches the glob
 ``G`` is applied, and then the process that asked for it is SIGKILLed before it gets the answer:
 the power goes out right after that step. ``PATH`` gets one JSON line naming what tripped.
+With ``"then": K2`` in the spec, that match only arms a second wire: the next change of kind
+``K2`` to the same file trips (the first append to a segment just created, say).
 
 Every change goes to ``BACKING`` through a :class:`~tests.powercut.journal.Journal`, which
 remembers what is not durable yet. When the file system is unmounted the process pickles the
@@ -89,6 +91,9 @@ class PowerCutFS(mfusepy.Operations):
             return
         if trip["skip"] > 0:
             trip["skip"] -= 1
+            return
+        if trip.get("then"):  # a second step on the same file: that one trips
+            trip.update(kind=trip.pop("then"), glob=next(p for p in paths if p).lstrip("/"))
             return
         self.trip = None
         pid = mfusepy.fuse_get_context()[2]

@@ -19,7 +19,8 @@ A power cut (:meth:`Journal.rewind`), with the broker dead and the file system u
 
 1. For each file, keep the first ``k`` of its pending writes (``k`` random), tear write ``k+1``
    at a random byte (its first bytes reach the disk, the rest keep their old contents) and undo
-   the rest, newest first. With ``tear=False`` every pending write is undone.
+   the rest, newest first. With ``tear=False`` every pending write is undone; ``written_back``
+   says exactly how many pending bytes of a file reached the disk (one crash state, on purpose).
 2. Undo every pending directory entry, newest first: creations removed (a directory with its
    whole subtree), unlinks and replaced files brought back from the graveyard, renames moved
    back, removed directories made again. An entry whose parent directory is gone is dropped with
@@ -36,6 +37,7 @@ import os
 import random
 import shutil
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -278,12 +280,33 @@ class Journal:
     def pending_entries(self) -> int:
         return len(self._ops)
 
-    def rewind(self, rng: random.Random, *, tear: bool = True) -> RewindReport:
-        """Put the backing directory in the state a power cut leaves (module docstring)."""
+    def rewind(
+        self,
+        rng: random.Random,
+        *,
+        tear: bool = True,
+        written_back: Mapping[str, int | None] | None = None,
+    ) -> RewindReport:
+        """Put the backing directory in the state a power cut leaves (module docstring).
+
+        ``written_back`` replaces chance for the files it names (paths as they are now): how
+        many bytes of that file's pending writes reached the disk, in the order they were
+        written (None: all of them), so a test can build one exact crash state.
+        """
         with self._lock:
             report = RewindReport()
+            chosen = written_back or {}
             for node, undo in self._undo.items():
-                self._rewind_file(node, undo, rng if tear else None, report)
+                path = self._paths[node]
+                if path in chosen:
+                    keep, kept = _plan(undo, chosen[path])
+                elif tear:
+                    keep = rng.randint(0, len(undo))
+                    torn = keep < len(undo) and undo[keep].data_bytes
+                    kept = rng.randint(0, undo[keep].data_bytes - 1) if torn else 0
+                else:
+                    keep, kept = 0, 0
+                self._rewind_file(node, undo, keep, kept, report)
             self._undo.clear()
             for op in reversed(self._ops):
                 self._undo_entry(op, report)
@@ -293,25 +316,23 @@ class Journal:
             return report
 
     def _rewind_file(
-        self, node: int, undo: list[WriteUndo], rng: random.Random | None, report: RewindReport
+        self, node: int, undo: list[WriteUndo], keep: int, kept: int, report: RewindReport
     ) -> None:
+        """Keep the first ``keep`` changes and ``kept`` bytes of the next; undo the rest."""
         path = self.real(node)
         if not path.is_file():
             return
-        keep = rng.randint(0, len(undo)) if rng is not None else 0
         report.files_rewound += 1
+        report.writes_torn += kept > 0
         with open(path, "r+b") as f:
             for i in range(len(undo) - 1, keep - 1, -1):
                 change = undo[i]
-                kept = 0
-                if i == keep and change.data_bytes and rng is not None:
-                    kept = rng.randint(0, change.data_bytes - 1)  # the torn write
-                    report.writes_torn += kept > 0
-                report.bytes_dropped += change.data_bytes - kept
-                start = change.offset + kept
-                if change.data_bytes:  # restore what the write's untorn part overwrote
+                reached = kept if i == keep else 0  # the torn write's first bytes stay
+                report.bytes_dropped += change.data_bytes - reached
+                start = change.offset + reached
+                if change.data_bytes:  # restore what the write's lost part overwrote
                     f.seek(start)
-                    f.write(change.old_bytes[kept:])
+                    f.write(change.old_bytes[reached:])
                     f.truncate(max(change.old_size, start))
                 else:  # a truncate: grow back and restore the cut-off bytes
                     f.truncate(change.old_size)
@@ -347,3 +368,15 @@ class Journal:
                 os.replace(self.real(op.replaced), self.root / new_here)
                 self._move(op.replaced, new_here)
                 report.files_revived += 1
+
+
+def _plan(undo: list[WriteUndo], budget_bytes: int | None) -> tuple[int, int]:
+    """``(changes kept whole, bytes kept of the next)`` when ``budget_bytes`` of the pending
+    writes reached the disk in order (None: all)."""
+    if budget_bytes is None:
+        return len(undo), 0
+    for i, change in enumerate(undo):
+        if change.data_bytes > budget_bytes:
+            return i, budget_bytes
+        budget_bytes -= change.data_bytes
+    return len(undo), 0

@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.powercut.journal import Journal, RewindReport
@@ -85,14 +86,15 @@ class PowerCutMount:
             time.sleep(0.01)
         return self
 
-    def arm_trip(self, kind: str, glob: str, skip: int = 0) -> Path:
-        """Cut the power right after the ``skip+1``-th matching change (:mod:`tests.powercut.fs`);
-        returns the file that gets a line when it trips."""
+    def arm_trip(self, kind: str, glob: str, skip: int = 0, then: str | None = None) -> Path:
+        """Cut the power right after the ``skip+1``-th matching change (or, with ``then``, the
+        next change of that kind to the same file: :mod:`tests.powercut.fs`); returns the file
+        that gets a line when it trips."""
         if self.process is None:
             raise RuntimeError("not mounted")
         report = self.base / "tripped.jsonl"
         report.unlink(missing_ok=True)
-        spec = {"kind": kind, "glob": glob, "skip": skip, "report": str(report)}
+        spec = {"kind": kind, "glob": glob, "skip": skip, "then": then, "report": str(report)}
         trip = self.journal_path.with_name(self.journal_path.name + ".trip")
         trip.write_text(json.dumps(spec))
         self.process.send_signal(signal.SIGUSR1)
@@ -110,10 +112,17 @@ class PowerCutMount:
             journal: Journal = pickle.load(f)
         return journal
 
-    def cut(self, rng: random.Random, *, tear: bool = True) -> RewindReport:
+    def cut(
+        self,
+        rng: random.Random,
+        *,
+        tear: bool = True,
+        written_back: Mapping[str, int | None] | None = None,
+    ) -> RewindReport:
         """A power cut: unmount, rewind the backing directory, mount again (module docstring).
-        Whatever wrote through the mount must be dead already."""
-        report = self.unmount().rewind(rng, tear=tear)
+        Whatever wrote through the mount must be dead already. ``written_back``: see
+        :meth:`Journal.rewind`."""
+        report = self.unmount().rewind(rng, tear=tear, written_back=written_back)
         self.cuts += 1
         self.mount()
         return report

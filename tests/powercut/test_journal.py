@@ -187,3 +187,15 @@ def test_the_journal_survives_pickling_as_the_fuse_process_hands_it_over(journal
     assert copy.pending_entries() == 1 and copy.pending_writes() == 1
     copy.rewind(random.Random(0))
     assert _tree(journal.root) == {}
+
+
+def test_written_back_keeps_exactly_the_bytes_named(journal: Journal) -> None:
+    _create(journal, "a", b"base", sync=True)
+    _create(journal, "b", b"", sync=True)
+    journal.fsync_dir("")
+    for chunk in (b"1111", b"2222"):
+        _append(journal, "a", chunk)
+        _append(journal, "b", chunk)
+    report = journal.rewind(random.Random(0), written_back={"a": 6, "b": None})
+    assert _tree(journal.root) == {"a": b"base111122", "b": b"11112222"}
+    assert report.writes_torn == 1
