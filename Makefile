@@ -45,7 +45,7 @@ dist: $(STAMP)
 
 # The long reliability runs (the fast part of each suite is in `make test`).
 reliability: $(STAMP) $(VENV)/.bench-installed
-	CHAOS_CYCLES=50 $(PY) -m pytest -q tests/reliability
+	CHAOS_CYCLES=50 POWERCUT_CYCLES=250 $(PY) -m pytest -q tests/reliability
 	$(PY) -m bench --only soak
 
 lint: $(STAMP)

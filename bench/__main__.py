@@ -43,6 +43,7 @@ BENCHMARKS = [
     "startup",
     "growth",
     "kafka",
+    "durability",
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -40,6 +40,7 @@ import pytest
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 from tests.powercut.mount import PowerCutMount
+from tests.reliability.conftest import SUMMARIES
 from tests.reliability.powercut_workload import (
     Admin,
     Committer,
@@ -114,7 +115,7 @@ def _run(fs: PowerCutMount, rng: random.Random) -> None:
     deleted: set[str] = set()
     deleting: set[str] = set()
     commit = (-1, -1)
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter({"lost": 0, "duplicated": 0, "recovery crashes": 0})
     problems: list[str] = []
     names = [n for n in os.environ.get("POWERCUT_MOMENTS", "").split(",") if n] or list(MOMENTS)
     for cycle in range(CYCLES):
@@ -189,7 +190,9 @@ def _run(fs: PowerCutMount, rng: random.Random) -> None:
     counts["acknowledged records"] = sum(len(v) for v in acked.values())
     counts["acknowledged topic creations"] = len(created)
     counts["acknowledged group commits"] = max(commit[0], 0)
-    print("\npower-cut chaos:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    summary = "power-cut chaos: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    print("\n" + summary)
+    SUMMARIES.append(summary)
     assert not problems, "\n".join(problems[:20])
     assert counts["acknowledged records"] > 0, "nothing was acknowledged: the test tested nothing"
     for moment in names:
