@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c odradek/spark/*.c protoco
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "Chromium (the console's browser tests drive it) is missing: installing Debian's chromium"; \
 		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }
+	@command -v fusermount3 >/dev/null 2>&1 || { \
+		echo "fuse3 (the power-cut tests' file system, tests/powercut) is missing: installing Debian's fuse3"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends fuse3; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -49,7 +52,7 @@ dist: $(STAMP)
 
 # The long reliability runs (the fast part of each suite is in `make test`).
 reliability: $(STAMP) $(VENV)/.bench-installed
-	CHAOS_CYCLES=50 $(PY) -m pytest -q tests/reliability
+	CHAOS_CYCLES=50 POWERCUT_CYCLES=250 $(PY) -m pytest -q tests/reliability
 	$(PY) -m bench --only soak
 
 lint: $(STAMP)

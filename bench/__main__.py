@@ -45,6 +45,7 @@ BENCHMARKS = [
     "growth",
     "kafka",
     "metrics",
+    "durability",
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -26,6 +26,11 @@ Crash safety, step by step (a crash after step N leaves):
    survive a power loss.
 If a step fails with an exception (not a crash), the ``.tmp`` is removed and the old file is
 untouched; the exception propagates.
+
+New directories (:func:`make_directories`, a log dir on its first start) follow the same rule:
+1. ``mkdir`` each missing directory, outermost first;
+2. ``fsync`` its parent, so its entry survives a power loss before anything written inside it
+   is acknowledged (a file's own fsync never makes the names above it durable).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["TMP_SUFFIX", "fsync_directory", "write_atomically"]
+__all__ = ["TMP_SUFFIX", "fsync_directory", "make_directories", "write_atomically"]
 
 TMP_SUFFIX = ".tmp"
 
@@ -46,6 +51,18 @@ def fsync_directory(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_directories(path: Path) -> None:
+    """``mkdir -p path``, durably: every directory it creates is fsynced into its parent."""
+    path = Path(path)
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        fsync_directory(directory.parent)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

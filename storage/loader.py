@@ -36,10 +36,10 @@ lost records, so recovery only drops bytes a crash can have torn:
   :class:`LogCorruptedError` naming the file and position, with every ``.log`` left as it is;
   the manager keeps that one partition offline and ``odradek repair-log`` repairs it on request.
 
-Power loss right after a roll can tear the tail of the segment that rolled (its fsync was
-queued). When the new segment lost every byte too (nothing of it was written back), that is a
-torn tail like any other. When some of its bytes did reach the disk, valid batches follow the
-torn region: bit rot looks the same, so that is reported as damage and needs the repair.
+A roll fsyncs the rolled segment before the new one takes a byte (:meth:`Log.roll`), so a
+power cut tears at most the last segment. (Before that, a cut soon after a roll could tear the
+rolled segment while the new one had data: valid batches after a torn region, which bit rot
+also makes, so the partition stayed offline: tests/reliability/test_powercut_regressions.py.)
 """
 
 from __future__ import annotations

@@ -299,11 +299,20 @@ class Log:
         return False
 
     def roll(self, now_ms: int) -> LogSegment:
-        """Start a new active segment at ``next_offset`` (no-op if the active one is empty)."""
+        """Start a new active segment at ``next_offset`` (no-op if the active one is empty).
+
+        Crash safety (a power cut at any point leaves at most the *last* segment torn, which
+        the loader truncates; a torn segment followed by data is damage to it):
+        1. fsync the rolled segment's ``.log``: its bytes are durable before any byte of the
+           next segment is written;
+        2. create the new segment (its directory entry fsynced: :meth:`LogSegment.create`);
+        3. write the producer-state snapshot without fsync (the next flush syncs it).
+        """
         active = self.active_segment
         if active.size_bytes == 0:
             return active
         active.on_become_inactive()
+        active.flush()
         segment = LogSegment.create(
             self.directory,
             self.next_offset,

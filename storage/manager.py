@@ -57,7 +57,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from odradek.storage.atomic import fsync_directory, write_atomically
+from odradek.storage.atomic import fsync_directory, make_directories, write_atomically
 from odradek.storage.checkpoints import (
     CheckpointError,
     DirLock,
@@ -221,7 +221,7 @@ class LogManager:
         self._take_offline(log_dir, str(exc))
 
     def _open_root(self, log_dir: Path) -> bool:
-        log_dir.mkdir(parents=True, exist_ok=True)
+        make_directories(log_dir)  # durably: the partitions in it are acknowledged later
         self._locks[log_dir] = DirLock.acquire(log_dir)
         meta = read_meta_properties(log_dir / META_PROPERTIES)
         fresh = meta is None

@@ -20,7 +20,9 @@ the loader decides whether the bytes from there on are a torn tail to cut
 
 Crash safety:
 1. ``append`` writes with ``pwritev`` at ``size_bytes`` and only then publishes the new size.
-2. ``flush`` fsyncs the ``.log``; indexes are msynced on roll and close only (they are derived).
+2. ``flush`` fsyncs the ``.log`` (a roll flushes the rolled segment before the next one is
+   created: :meth:`odradek.storage.log.Log.roll`); indexes are msynced on roll and close only
+   (they are derived).
 3. A new segment's directory entry is fsynced at creation, so an acknowledged append to it
    survives a crash together with its file.
 
