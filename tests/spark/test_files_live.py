@@ -57,6 +57,10 @@ class Producer(threading.Thread):
         return sum(len(v) for v in self.acked.values())
 
 
+def _segments(base: Path) -> int:
+    return len(list(base.rglob("live-*/*.log")))
+
+
 def test_reads_a_running_broker_while_a_producer_appends(spark: Any) -> None:
     base = Path(tempfile.mkdtemp(prefix="odradek-files-live-"))
     roots = [base / "a", base / "b"]
@@ -66,7 +70,9 @@ def test_reads_a_running_broker_while_a_producer_appends(spark: Any) -> None:
         with Wire(broker.port) as wire:  # type: ignore[arg-type]
             wire.create_topic("live", partitions=PARTITIONS, configs={"segment.bytes": "262144"})
         producer.start()
-        assert wait_until(lambda: producer.batches() >= 60, timeout_s=60)
+        # Read only once every partition has rolled, so each read spans closed segments
+        # and an active one however fast or slow the producer runs on this machine.
+        assert wait_until(lambda: _segments(base) >= 2 * PARTITIONS, timeout_s=120)
         reads = []
         for _ in range(2):  # two reads, each planned at a different moment of the writes
             acked_before = {p: len(v) for p, v in producer.acked.items()}
@@ -81,7 +87,7 @@ def test_reads_a_running_broker_while_a_producer_appends(spark: Any) -> None:
         producer.stop_event.set()
         broker.stop()
 
-    assert len(list(base.rglob("live-*/*.log"))) > PARTITIONS  # segments rolled meanwhile
+    assert _segments(base) >= 2 * PARTITIONS  # the reads spanned rolled segments
     sizes = []
     for acked_before, got in reads:
         by_partition: dict[int, dict[int, tuple[bytes, bytes]]] = {p: {} for p in range(2)}
