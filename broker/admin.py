@@ -19,6 +19,7 @@ import anyio.to_thread
 from odradek.broker.config import EMBEDDED_DEFAULTS
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
+from odradek.broker.listeners import Listener
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import CONFIG_KEYS
@@ -51,7 +52,9 @@ class AdminApi:
 
     # -- Metadata --------------------------------------------------------------------------
 
-    async def metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
+    async def metadata(
+        self, req: m.MetadataRequest, listener: Listener | None = None
+    ) -> m.MetadataResponse:
         ctx = self.ctx
         manager = ctx.manager
         if req.topics is None:
@@ -66,7 +69,7 @@ class AdminApi:
         topics = [self._describe_topic(name, counts) for name in names]
         if len(self._described) > 2 * len(manager.topics) + 64:  # drop deleted topics' entries
             self._described = {n: v for n, v in self._described.items() if n in manager.topics}
-        listener = ctx.advertised_listener
+        listener = listener or ctx.advertised_listener  # the one the client came in on
         return m.MetadataResponse(
             correlation_id=req.correlation_id,
             brokers=[m.MetadataBroker(node_id=ctx.node_id, host=listener.host, port=listener.port)],

@@ -55,7 +55,8 @@ from odradek.broker.admin import AdminApi
 from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
-from odradek.broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
+from odradek.broker.listeners import Listener
+from odradek.broker.net import PlainTransport
 from odradek.protocol import messages as m
 from odradek.protocol.frames import (
     FRAME_PREFIX_BYTES,
@@ -93,6 +94,21 @@ class Session(Protocol):
     async def dispatch(self, body: bytes) -> None: ...
 
 
+class Transport(Protocol):
+    """The byte stream under a connection: plain (:class:`odradek.broker.net.PlainTransport`)
+    or TLS (:class:`odradek.broker.security.tls.TlsTransport`)."""
+
+    principal: str  # who the transport says the peer is (a TLS client certificate)
+
+    async def start(self) -> None: ...
+    def recv_now(self, buffer: bytearray | memoryview) -> int: ...
+    async def recv(self, buffer: bytearray | memoryview) -> int: ...
+    def send_now(self, buffers: Sequence[Buffer]) -> list[memoryview]: ...
+    async def send_buffers(self, buffers: Sequence[Buffer]) -> None: ...
+    async def send_file(self, fd: int, position: int, length: int) -> None: ...
+    def close(self) -> None: ...
+
+
 def _kafka_session(conn: Connection) -> Session:
     from odradek.broker.kafka.session import KafkaSession  # the Kafka codec loads on first use
 
@@ -103,17 +119,23 @@ class Connection:
     def __init__(
         self,
         ctx: BrokerContext,
-        sock: socket.socket,
+        transport: Transport | socket.socket,
         peer: str,
         *,
         apis: Apis,
+        listener: Listener | None = None,
         max_frame_bytes: int,
         idle_timeout_s: float,
         max_in_flight: int = 256,
     ) -> None:
         self.ctx = ctx
-        self.sock = sock
+        if isinstance(transport, socket.socket):
+            transport = PlainTransport(transport)
+        self.transport: Transport = transport
         self.peer = peer
+        # the listener it came in on (its security protocol), as clients are told to reach it
+        self.listener = listener if listener is not None else ctx.advertised_listener
+        self.principal = transport.principal  # SASL may change it before any request
         self.log = ctx.log.bind(peer=peer)
         self.apis = apis
         self.max_frame_bytes = max_frame_bytes
@@ -175,21 +197,28 @@ class Connection:
                 if self._reader_scope.cancelled_caught:
                     reason = "idle timeout" if self._idle_closed else "broker shutting down"
         finally:
-            close_socket(self.sock)
+            self.transport.close()
         self.log.debug("connection closed", reason=reason or self._send_failure)
 
     async def _read_loop(self, decoder: FrameDecoder) -> str:
-        sock = self.sock
+        transport = self.transport
+        try:
+            await transport.start()
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            reason = f"TLS handshake failed: {exc}"
+            self.log.info("closing connection", reason=reason)
+            return reason
+        self.principal = transport.principal
         buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))
         head = bytearray()  # the first bytes, until they tell the protocol
         session: Session | None = None
         while True:
             try:
-                received = sock.recv_into(buffer)
+                received = transport.recv_now(buffer)
             except BlockingIOError:
                 if len(buffer) > _MIN_READ_BUFFER_BYTES and not decoder.mid_frame:
                     buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))  # quiet: shrink
-                received = await recv_into(sock, buffer)
+                received = await transport.recv(buffer)
             else:  # read without waiting: let the other tasks run once per chunk
                 await anyio.lowlevel.checkpoint()
             self.last_active_s = time.monotonic()
@@ -252,10 +281,10 @@ class Connection:
         if not self._send_lock.locked() and not any(isinstance(p, FileRegion) for p in parts):
             # nobody is mid-frame: write it now; only what the socket does not take waits,
             # under the lock (taken without yielding: nothing can interleave before it)
-            rest = send_now(self.sock, parts)  # type: ignore[arg-type]
+            rest = self.transport.send_now(parts)  # type: ignore[arg-type]
             if rest:
                 async with self._send_lock:
-                    await send_buffers(self.sock, rest)
+                    await self.transport.send_buffers(rest)
             return
         async with self._send_lock:
             buffers: list[Buffer] = []
@@ -264,9 +293,10 @@ class Connection:
                     buffers.append(part)
                     continue
                 if buffers:
-                    await send_buffers(self.sock, buffers)
+                    await self.transport.send_buffers(buffers)
                     buffers = []
                 # held by the reply: open even if deleted meanwhile
-                await sendfile_all(self.sock, part.file.held_fileno(), part.position, part.length)
+                fd = part.file.held_fileno()
+                await self.transport.send_file(fd, part.position, part.length)
             if buffers:
-                await send_buffers(self.sock, buffers)
+                await self.transport.send_buffers(buffers)

@@ -13,6 +13,7 @@ answered ``INVALID_REQUEST``.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ class NativeSession:
         self.data = data
         self._handlers: dict[type, Any] = {
             m.ApiVersionsRequest: admin.api_versions,
-            m.MetadataRequest: admin.metadata,
+            m.MetadataRequest: functools.partial(admin.metadata, listener=conn.listener),
             m.CreateTopicsRequest: admin.create_topics,
             m.DeleteTopicsRequest: admin.delete_topics,
             m.CreatePartitionsRequest: admin.create_partitions,

@@ -58,7 +58,7 @@ def build_routes(conn: Connection) -> Routes:
         "DeleteRecords": Route(records.delete_records, waits=True),
         "InitProducerId": Route(records.init_producer_id),
     }
-    admin = AdminApis(apis.admin, ctx, [])
+    admin = AdminApis(apis.admin, ctx, [], conn.listener)
     by_name |= {
         "ApiVersions": Route(admin.api_versions),
         "Metadata": Route(admin.metadata, waits=True),  # may auto-create topics
@@ -71,7 +71,7 @@ def build_routes(conn: Connection) -> Routes:
         "DescribeLogDirs": Route(admin.describe_log_dirs, waits=True),
     }
     if apis.groups is not None:
-        groups = GroupApis(apis.groups, ctx, conn.peer)
+        groups = GroupApis(apis.groups, ctx, conn.peer, conn.listener)
         by_name |= {
             "FindCoordinator": Route(groups.find_coordinator),
             "JoinGroup": Route(groups.join_group, waits=True),
