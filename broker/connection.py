@@ -57,6 +57,7 @@ from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.listeners import Listener
 from odradek.broker.net import PlainTransport
+from odradek.broker.security.sasl import SaslExchange
 from odradek.protocol import messages as m
 from odradek.protocol.frames import (
     FRAME_PREFIX_BYTES,
@@ -136,6 +137,12 @@ class Connection:
         # the listener it came in on (its security protocol), as clients are told to reach it
         self.listener = listener if listener is not None else ctx.advertised_listener
         self.principal = transport.principal  # SASL may change it before any request
+        # a SASL listener's exchange: until it is done, only ApiVersions and SASL requests
+        self.sasl: SaslExchange | None = None
+        if self.listener.sasl and ctx.security is not None:
+            mechanisms = tuple(ctx.config["sasl.enabled.mechanisms"])  # type: ignore[call-overload]
+            self.sasl = SaslExchange(mechanisms, ctx.security.credentials)
+        self.close_reason: str | None = None  # set: close once the current answer is sent
         self.log = ctx.log.bind(peer=peer)
         self.apis = apis
         self.max_frame_bytes = max_frame_bytes
@@ -167,6 +174,11 @@ class Connection:
         self._idle_closed = True
         self._reader_scope.cancel()
         return True
+
+    def close_after_answer(self, reason: str) -> None:
+        """Close the connection once the answer being built is sent (a refused SASL step:
+        the client must read why before the connection goes)."""
+        self.close_reason = reason
 
     def close(self, reason: str) -> None:
         """Close the connection from a session (a protocol-level refusal), with a logged
@@ -216,6 +228,9 @@ class Connection:
             try:
                 received = transport.recv_now(buffer)
             except BlockingIOError:
+                received = -1  # (waited for below, outside the handler: the exception's
+                # traceback holds recv_now's frame, and with it the buffer being replaced)
+            if received < 0:
                 if len(buffer) > _MIN_READ_BUFFER_BYTES and not decoder.mid_frame:
                     buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))  # quiet: shrink
                 received = await transport.recv(buffer)
@@ -245,6 +260,12 @@ class Connection:
         """The session for the protocol the first four bytes name, and where frames start."""
         if head.startswith(NATIVE_PREFACE):
             from odradek.broker.native_session import NativeSession
+
+            if self.sasl is not None:  # never let a protocol without the exchange past it
+                raise FrameError(
+                    "the native protocol has no SASL exchange yet: connect to a PLAINTEXT "
+                    "or SSL listener, or use a Kafka client"
+                )
 
             self.protocol = "native"
             return NativeSession(self), len(NATIVE_PREFACE)

@@ -16,8 +16,8 @@ speaks TLS and whether it must authenticate with SASL before anything else.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 __all__ = [
     "SECURITY_PROTOCOLS",
@@ -28,6 +28,11 @@ __all__ = [
 ]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# NAME://host:port; a host may be empty (every address) or an IPv6 address in brackets.
+# (Not urlsplit: "_" is not allowed in a URL scheme, and SASL_SSL has one.)
+_LISTENER = re.compile(
+    r"(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:/\[\]]*):(?P<port>\d+)/?"
+)
 DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 
 
@@ -63,15 +68,11 @@ def parse_listeners(text: str) -> tuple[Listener, ...]:
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        parts = urlsplit(item)
-        name = parts.scheme.upper()
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if not name or port is None or parts.path not in ("", "/"):
+        match = _LISTENER.fullmatch(item)
+        if match is None or int(match["port"]) > 65535:
             raise ValueError(f"expected NAME://host:port, got {item!r}")
-        listeners.append(Listener(parts.hostname or "0.0.0.0", port, name, ""))
+        host = match["host"].strip("[]") or "0.0.0.0"
+        listeners.append(Listener(host, int(match["port"]), match["name"].upper(), ""))
     if not listeners:
         raise ValueError("names no listener")
     names = [listener.name for listener in listeners]

@@ -42,7 +42,9 @@ from odradek.broker.logs import get_logger
 from odradek.broker.metrics import BrokerMetrics, registry_for
 from odradek.broker.metrics_http import serve_metrics
 from odradek.broker.net import PlainTransport, close_socket, listen
+from odradek.broker.security.sasl import SaslState
 from odradek.broker.security.tls import TlsTransport, server_context
+from odradek.storage.credentials import CredentialStore
 from odradek.storage.errors import StorageError
 from odradek.storage.manager import LogManager
 
@@ -115,6 +117,10 @@ class Server:
             self.listener = sockets[0][1]
             ctx = self._ctx = BrokerContext(self.config, self.manager, self.log, self.metrics)
             ctx.advertised_listener = self.listener
+            ctx.security = SaslState(
+                CredentialStore(self.manager.online_dirs),
+                self.config.int("connection.failed.authentication.delay.ms"),
+            )
             groups = ctx.groups = GroupApi(ctx)
             await groups.load()  # replays __consumer_offsets in a worker thread
             async with anyio.create_task_group() as background:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.broker.kafka.admin import AdminApis
 from odradek.broker.kafka.data import KafkaReply, RecordApis
 from odradek.broker.kafka.groups import GroupApis
+from odradek.broker.kafka.security import SecurityApis
 from odradek.protocol import kafka
 
 if TYPE_CHECKING:
@@ -69,6 +70,13 @@ def build_routes(conn: Connection) -> Routes:
         "AlterConfigs": Route(admin.alter_configs, waits=True),
         "IncrementalAlterConfigs": Route(admin.incremental_alter_configs, waits=True),
         "DescribeLogDirs": Route(admin.describe_log_dirs, waits=True),
+    }
+    security = SecurityApis(conn)
+    by_name |= {
+        "SaslHandshake": Route(security.sasl_handshake),
+        "SaslAuthenticate": Route(security.sasl_authenticate, waits=True),  # a failure waits
+        "DescribeUserScramCredentials": Route(security.describe_user_scram_credentials),
+        "AlterUserScramCredentials": Route(security.alter_user_scram_credentials, waits=True),
     }
     if apis.groups is not None:
         groups = GroupApis(apis.groups, ctx, conn.peer, conn.listener)

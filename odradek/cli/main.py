@@ -22,6 +22,7 @@ SUBCOMMANDS: list[str] = [
     "odradek.cli.console",
     "odradek.cli.dump_log",
     "odradek.cli.repair_log",
+    "odradek.cli.users",
 ]
 
 
