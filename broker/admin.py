@@ -12,6 +12,7 @@ cached until what it is built from changes (:meth:`AdminApi._describe_topic`).
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -20,7 +21,9 @@ from odradek.broker.config import EMBEDDED_DEFAULTS
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
 from odradek.broker.listeners import Listener
+from odradek.broker.security.authorizer import allowed
 from odradek.protocol import messages as m
+from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 from odradek.storage.config import CONFIG_KEYS
 from odradek.storage.errors import (
@@ -33,6 +36,8 @@ from odradek.storage.log import Log
 from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_name
 
 __all__ = ["AdminApi"]
+
+TOPIC, DESCRIBE = ResourceType.TOPIC, Operation.DESCRIBE
 
 
 # What a topic's Metadata answer is built from: its id, its partition count, and how many dirs
@@ -57,16 +62,21 @@ class AdminApi:
     ) -> m.MetadataResponse:
         ctx = self.ctx
         manager = ctx.manager
-        if req.topics is None:
-            names = sorted(manager.topics)
+        if req.topics is None:  # every topic the caller may describe (ACLs), no error
+            names = [n for n in sorted(manager.topics) if allowed(DESCRIBE, TOPIC, n)]
         else:
             names = list(dict.fromkeys(req.topics))
             auto = req.allow_auto_topic_creation and ctx.config["auto.create.topics.enable"]
-            missing = [n for n in names if n not in manager.topics]
+            missing = [n for n in names if n not in manager.topics and _may_create(n)]
             if auto and missing:
                 await self._auto_create(missing)
         counts = self._partition_counts()
-        topics = [self._describe_topic(name, counts) for name in names]
+        topics = [
+            self._describe_topic(name, counts)
+            if allowed(DESCRIBE, TOPIC, name)
+            else m.MetadataTopic(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for name in names
+        ]
         if len(self._described) > 2 * len(manager.topics) + 64:  # drop deleted topics' entries
             self._described = {n: v for n, v in self._described.items() if n in manager.topics}
         listener = listener or ctx.advertised_listener  # the one the client came in on
@@ -168,7 +178,9 @@ class AdminApi:
             result = m.CreatableTopicResult(name=topic.name, num_partitions=partitions)
             try:
                 validate_topic_name(topic.name)
-                if is_internal(topic.name):  # its layout places the groups: the broker's to make
+                if not _may_create(topic.name):
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif is_internal(topic.name):  # its layout places the groups: the broker's
                     result.error_code = ErrorCode.INVALID_REQUEST
                     result.error_message = f"Internal topic {topic.name} is created by the broker"
                 elif partitions < 1:
@@ -204,7 +216,9 @@ class AdminApi:
         results = []
         for name in req.topic_names:
             result = m.DeletableTopicResult(name=name)
-            if not self.ctx.config["delete.topic.enable"]:
+            if not allowed(Operation.DELETE, TOPIC, name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not self.ctx.config["delete.topic.enable"]:
                 result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
             elif is_internal(name):  # Kafka leaves this to its tools; a broker must refuse it
                 result.error_code = ErrorCode.INVALID_REQUEST
@@ -233,7 +247,9 @@ class AdminApi:
         for topic in req.topics:
             result = m.CreatePartitionsTopicResult(name=topic.name)
             current = manager.partition_count(topic.name)
-            if topic.name not in manager.topics:
+            if not allowed(Operation.ALTER, TOPIC, topic.name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic.name not in manager.topics:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):  # more partitions would move every group's offsets
                 result.error_code = ErrorCode.INVALID_REQUEST
@@ -272,7 +288,9 @@ class AdminApi:
             result = m.DescribeConfigsResult(
                 resource_type=res.resource_type, resource_name=res.resource_name
             )
-            if res.resource_type == m.ConfigResourceType.TOPIC:
+            if not _may_configure(Operation.DESCRIBE_CONFIGS, res):
+                result.error_code = _denied(res)
+            elif res.resource_type == m.ConfigResourceType.TOPIC:
                 self._describe_topic_configs(res, result)
             elif res.resource_type == m.ConfigResourceType.BROKER:
                 self._describe_broker_configs(res, result)
@@ -345,6 +363,9 @@ class AdminApi:
                 resource_type=res.resource_type, resource_name=res.resource_name
             )
             results.append(result)
+            if not _may_configure(Operation.ALTER_CONFIGS, res):
+                result.error_code = _denied(res)
+                continue
             if res.resource_type != m.ConfigResourceType.TOPIC:
                 result.error_code = ErrorCode.INVALID_REQUEST
                 result.error_message = (
@@ -406,6 +427,9 @@ class AdminApi:
         for log_dir in manager.log_dirs:
             result = m.DescribeLogDirsResult(log_dir=str(log_dir))
             results.append(result)
+            if not allowed(DESCRIBE, ResourceType.CLUSTER):
+                result.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                continue
             if log_dir in manager.offline_dirs:
                 result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -426,6 +450,26 @@ class AdminApi:
                 for name, parts in by_topic.items()
             ]
         return m.DescribeLogDirsResponse(correlation_id=req.correlation_id, results=results)
+
+
+def _may_create(topic: str) -> bool:
+    """Kafka: CREATE on the cluster, or on the topic."""
+    return allowed(Operation.CREATE, ResourceType.CLUSTER) or allowed(
+        Operation.CREATE, TOPIC, topic
+    )
+
+
+def _may_configure(operation: Operation, res: Any) -> bool:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for broker configs."""
+    if res.resource_type == m.ConfigResourceType.TOPIC:
+        return allowed(operation, TOPIC, res.resource_name)
+    return allowed(operation, ResourceType.CLUSTER)
+
+
+def _denied(res: Any) -> ErrorCode:
+    if res.resource_type == m.ConfigResourceType.TOPIC:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _segments(log: Log) -> list[m.SegmentDescription]:

@@ -57,6 +57,7 @@ from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.listeners import Listener
 from odradek.broker.net import PlainTransport
+from odradek.broker.security.authorizer import CALLER
 from odradek.broker.security.sasl import SaslExchange
 from odradek.protocol import messages as m
 from odradek.protocol.frames import (
@@ -137,6 +138,8 @@ class Connection:
         # the listener it came in on (its security protocol), as clients are told to reach it
         self.listener = listener if listener is not None else ctx.advertised_listener
         self.principal = transport.principal  # SASL may change it before any request
+        self.host = peer.rpartition(":")[0]  # what ACLs name (an address)
+        self.authorizer = ctx.authorizer  # read through CALLER by the shared handlers
         # a SASL listener's exchange: until it is done, only ApiVersions and SASL requests
         self.sasl: SaslExchange | None = None
         if self.listener.sasl and ctx.security is not None:
@@ -190,6 +193,7 @@ class Connection:
     async def serve(self) -> None:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
+        CALLER.set(self)  # every task of this connection starts from this context
         reason: str | None = None  # None: the reader was cancelled by a failed send
         try:
             async with anyio.create_task_group() as tg:

@@ -42,8 +42,10 @@ from odradek.broker.logs import get_logger
 from odradek.broker.metrics import BrokerMetrics, registry_for
 from odradek.broker.metrics_http import serve_metrics
 from odradek.broker.net import PlainTransport, close_socket, listen
+from odradek.broker.security.authorizer import Authorizer
 from odradek.broker.security.sasl import SaslState
 from odradek.broker.security.tls import TlsTransport, server_context
+from odradek.storage.acls import AclStore
 from odradek.storage.credentials import CredentialStore
 from odradek.storage.errors import StorageError
 from odradek.storage.manager import LogManager
@@ -117,6 +119,12 @@ class Server:
             self.listener = sockets[0][1]
             ctx = self._ctx = BrokerContext(self.config, self.manager, self.log, self.metrics)
             ctx.advertised_listener = self.listener
+            if self.config["authorizer.class.name"]:
+                ctx.authorizer = Authorizer(
+                    AclStore(self.manager.online_dirs),
+                    self.config["super.users"],  # type: ignore[arg-type]
+                    bool(self.config["allow.everyone.if.no.acl.found"]),
+                )
             ctx.security = SaslState(
                 CredentialStore(self.manager.online_dirs),
                 self.config.int("connection.failed.authentication.delay.ms"),

@@ -13,27 +13,20 @@ No password is stored, and none can be recovered from the file: ``stored_key`` i
 is written mode 0600 (from its first byte): its keys let a reader try to guess weak
 passwords offline.
 
-``version`` counts the writes; every change rewrites the whole table to every online root
-and at start-up the copy with the highest version wins, so losing a root or a crash between
-two roots' writes loses no credential. A copy that does not parse is logged and ignored.
-Crash safety: each copy is replaced atomically (:func:`odradek.storage.atomic.write_atomically`),
-so a reader sees a whole old or a whole new table.
+Versions, copies and crash safety: :mod:`odradek.storage.replicated`.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from odradek.protocol.sasl import SCRAM_MECHANISMS, ScramCredential
-from odradek.storage.atomic import write_atomically
+from odradek.storage.replicated import read_table, write_table
 
 __all__ = ["CREDENTIALS", "CredentialStore"]
-
-logger = logging.getLogger(__name__)
 
 CREDENTIALS = "scram-credentials.json"
 Users = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
@@ -56,11 +49,11 @@ def _decode(data: Mapping) -> Users:
     return users
 
 
-def _encode(version: int, users: Users) -> bytes:
+def _encode(users: Users) -> dict[str, Any]:
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode()
 
-    table = {
+    return {
         user: {
             m: {
                 "salt": b64(c.salt),
@@ -68,31 +61,19 @@ def _encode(version: int, users: Users) -> bytes:
                 "server_key": b64(c.server_key),
                 "iterations": c.iterations,
             }
-            for m, c in sorted(mechanisms.items())
+            for m, c in mechanisms.items()
         }
-        for user, mechanisms in sorted(users.items())
+        for user, mechanisms in users.items()
         if mechanisms
     }
-    return json.dumps({"version": version, "users": table}, indent=1, sort_keys=True).encode()
 
 
 class CredentialStore:
     """The users' credentials, loaded from and saved to every root (single writer)."""
 
     def __init__(self, roots: Iterable[Path]) -> None:
-        self.version, self.users = 0, {}
-        for root in roots:
-            path = root / CREDENTIALS
-            try:
-                data = json.loads(path.read_bytes())
-                version, users = int(data["version"]), _decode(data["users"])
-            except FileNotFoundError:
-                continue
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                logger.error("ignoring unreadable %s: %s", path, exc)
-                continue
-            if version > self.version:
-                self.version, self.users = version, users
+        version, users = read_table(roots, CREDENTIALS, "users", _decode)
+        self.version, self.users = version, users or {}
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
@@ -116,7 +97,5 @@ class CredentialStore:
         for user, mechanism in deletes:
             users.get(user, {}).pop(mechanism, None)
         users = {u: ms for u, ms in users.items() if ms}
-        data = _encode(self.version + 1, users)
-        for root in roots:
-            write_atomically(root / CREDENTIALS, data, mode=0o600)
+        write_table(roots, CREDENTIALS, "users", self.version + 1, _encode(users), mode=0o600)
         self.version, self.users = self.version + 1, users

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from odradek.broker.kafka.acls import AclApis
 from odradek.broker.kafka.admin import AdminApis
 from odradek.broker.kafka.data import KafkaReply, RecordApis
 from odradek.broker.kafka.groups import GroupApis
@@ -77,6 +78,12 @@ def build_routes(conn: Connection) -> Routes:
         "SaslAuthenticate": Route(security.sasl_authenticate, waits=True),  # a failure waits
         "DescribeUserScramCredentials": Route(security.describe_user_scram_credentials),
         "AlterUserScramCredentials": Route(security.alter_user_scram_credentials, waits=True),
+    }
+    acls = AclApis(conn)
+    by_name |= {
+        "DescribeAcls": Route(acls.describe_acls),
+        "CreateAcls": Route(acls.create_acls, waits=True),
+        "DeleteAcls": Route(acls.delete_acls, waits=True),
     }
     if apis.groups is not None:
         groups = GroupApis(apis.groups, ctx, conn.peer, conn.listener)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from odradek.broker.security.authorizer import allowed
+from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RequestHeader
 from odradek.protocol.sasl import (
@@ -96,6 +98,9 @@ class SecurityApis:
         self, header: RequestHeader, req: dict[str, Any]
     ) -> dict:
         store = self.ctx.security.credentials
+        if not allowed(Operation.DESCRIBE, ResourceType.CLUSTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return {"throttle_time_ms": 0, "error_code": code, "error_message": None, "results": []}
         names = req["users"]
         wanted = sorted(store.users) if names is None else [u["name"] for u in names]
         counts = Counter(wanted)
@@ -125,6 +130,13 @@ class SecurityApis:
         self, header: RequestHeader, req: dict[str, Any]
     ) -> dict:
         store = self.ctx.security.credentials
+        if not allowed(Operation.ALTER, ResourceType.CLUSTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            names = dict.fromkeys(d["name"] for d in [*req["deletions"], *req["upsertions"]])
+            return {
+                "throttle_time_ms": 0,
+                "results": [{"user": n, "error_code": code, "error_message": None} for n in names],
+            }
         counts = Counter(
             (d["name"], d["mechanism"]) for d in [*req["deletions"], *req["upsertions"]]
         )

@@ -16,7 +16,11 @@ SASL (listeners whose protocol is ``SASL_PLAINTEXT`` or ``SASL_SSL``)::
     sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512   and/or PLAIN
     connection.failed.authentication.delay.ms=100         the least a failure is delayed
 
-``super.users`` (``User:alice;User:admin``) may do anything.
+ACLs (broker/security/authorizer.py)::
+
+    authorizer.class.name=kafka.security.authorizer.AclAuthorizer   empty: no ACLs (default)
+    allow.everyone.if.no.acl.found=false   a resource no ACL names: allowed to all, or to none
+    super.users=User:admin;User:ops        may do anything
 
 ``ssl.keystore.password`` and ``ssl.truststore.password`` are accepted (a configuration
 copied from a Kafka broker has them) and unused: PEM files are not password-protected as a
@@ -71,6 +75,23 @@ def _path_or_empty(text: str) -> str:
     return text.strip()
 
 
+def _authorizer(text: str) -> str:
+    from odradek.broker.security.authorizer import KNOWN_AUTHORIZERS
+
+    name = text.strip()
+    if name and name not in KNOWN_AUTHORIZERS:
+        raise ValueError(
+            f"must be empty (no ACLs) or one of {', '.join(sorted(KNOWN_AUTHORIZERS))}"
+        )
+    return name
+
+
+def _bool(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return text.strip().lower() == "true"
+
+
 def _delay_ms(text: str) -> int:
     value = int(text.strip())
     if not 0 <= value <= 60_000:
@@ -103,4 +124,6 @@ SECURITY_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     ),
     "connection.failed.authentication.delay.ms": (_delay_ms, "100"),
     "super.users": (_principals, ""),
+    "authorizer.class.name": (_authorizer, ""),
+    "allow.everyone.if.no.acl.found": (_bool, "false"),
 }

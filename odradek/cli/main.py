@@ -23,6 +23,7 @@ SUBCOMMANDS: list[str] = [
     "odradek.cli.dump_log",
     "odradek.cli.repair_log",
     "odradek.cli.users",
+    "odradek.cli.acls",
 ]
 
 

@@ -23,14 +23,12 @@ import argparse
 import contextlib
 import getpass
 import os
-import socket
-import struct
 import sys
 from pathlib import Path
 from typing import Any
 
 from odradek.broker.config import ConfigError, load_config
-from odradek.protocol import kafka
+from odradek.cli.kafka_call import kafka_call
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl import (
     MECHANISM_IDS,
@@ -109,22 +107,7 @@ def _password() -> str:
 
 # -- through a running broker: Kafka's requests ------------------------------------------------
 def _call(bootstrap: str, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
-    host, _, port = bootstrap.rpartition(":")
-    body = kafka.encode_request(api_key, 0, 1, "odradek-users", fields)
-    with socket.create_connection((host or "127.0.0.1", int(port)), timeout=30) as sock:
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        answer = _read_exactly(sock, struct.unpack(">i", _read_exactly(sock, 4))[0])
-    return kafka.decode_response(api_key, 0, answer)[1]
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OSError("the broker closed the connection (a SASL or TLS listener?)")
-        data += chunk
-    return bytes(data)
+    return kafka_call(bootstrap, api_key, 0, fields)
 
 
 def _online(args: argparse.Namespace) -> int:

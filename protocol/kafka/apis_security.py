@@ -1,5 +1,5 @@
 """The security APIs: SaslHandshake, SaslAuthenticate, DescribeUserScramCredentials,
-AlterUserScramCredentials.
+AlterUserScramCredentials, and the ACL APIs (DescribeAcls, CreateAcls, DeleteAcls).
 
 Layouts per :mod:`odradek.protocol.kafka.schema`, transcribed from Apache Kafka's message
 definitions and cut to the versions spoken here. SaslHandshake v0 is not spoken: after it
@@ -96,6 +96,116 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(
                 F("error_message", STRING, "0+", nullable="0+"),
             ),
             "0+",
+        ),
+    ),
+)
+
+# ACLs (KIP-140, pattern types from v1: KIP-290). v0 is not spoken: it has no pattern type.
+_ACL_FILTER = (
+    F("resource_type_filter", INT8, "1+"),
+    F("resource_name_filter", STRING, "1+", nullable="1+"),
+    F("pattern_type_filter", INT8, "1+", default=3),
+    F("principal_filter", STRING, "1+", nullable="1+"),
+    F("host_filter", STRING, "1+", nullable="1+"),
+    F("operation", INT8, "1+"),
+    F("permission_type", INT8, "1+"),
+)
+
+DESCRIBE_ACLS = Api(
+    29,
+    "DescribeAcls",
+    (1, 3),
+    flexible=2,
+    request=_ACL_FILTER,
+    response=(
+        F("throttle_time_ms", INT32, "1+"),
+        F("error_code", INT16, "1+"),
+        F("error_message", STRING, "1+", nullable="1+"),
+        F(
+            "resources",
+            ArrayOf(
+                F("resource_type", INT8, "1+"),
+                F("resource_name", STRING, "1+"),
+                F("pattern_type", INT8, "1+", default=3),
+                F(
+                    "acls",
+                    ArrayOf(
+                        F("principal", STRING, "1+"),
+                        F("host", STRING, "1+"),
+                        F("operation", INT8, "1+"),
+                        F("permission_type", INT8, "1+"),
+                    ),
+                    "1+",
+                ),
+            ),
+            "1+",
+        ),
+    ),
+)
+
+CREATE_ACLS = Api(
+    30,
+    "CreateAcls",
+    (1, 3),
+    flexible=2,
+    request=(
+        F(
+            "creations",
+            ArrayOf(
+                F("resource_type", INT8, "1+"),
+                F("resource_name", STRING, "1+"),
+                F("resource_pattern_type", INT8, "1+", default=3),
+                F("principal", STRING, "1+"),
+                F("host", STRING, "1+"),
+                F("operation", INT8, "1+"),
+                F("permission_type", INT8, "1+"),
+            ),
+            "1+",
+        ),
+    ),
+    response=(
+        F("throttle_time_ms", INT32, "1+"),
+        F(
+            "results",
+            ArrayOf(
+                F("error_code", INT16, "1+"),
+                F("error_message", STRING, "1+", nullable="1+"),
+            ),
+            "1+",
+        ),
+    ),
+)
+
+DELETE_ACLS = Api(
+    31,
+    "DeleteAcls",
+    (1, 3),
+    flexible=2,
+    request=(F("filters", ArrayOf(*_ACL_FILTER), "1+"),),
+    response=(
+        F("throttle_time_ms", INT32, "1+"),
+        F(
+            "filter_results",
+            ArrayOf(
+                F("error_code", INT16, "1+"),
+                F("error_message", STRING, "1+", nullable="1+"),
+                F(
+                    "matching_acls",
+                    ArrayOf(
+                        F("error_code", INT16, "1+"),
+                        F("error_message", STRING, "1+", nullable="1+"),
+                        F("resource_type", INT8, "1+"),
+                        F("resource_name", STRING, "1+"),
+                        F("pattern_type", INT8, "1+", default=3),
+                        F("principal", STRING, "1+"),
+                        F("host", STRING, "1+"),
+                        F("operation", INT8, "1+"),
+                        F("permission_type", INT8, "1+"),
+                    ),
+                    "1+",
+                ),
+            ),
+            "1+",
         ),
     ),
 )

@@ -92,3 +92,43 @@ def test_a_client_certificate_names_the_principal(certs: Path) -> None:
 
 def test_no_client_certificate_is_anonymous(certs: Path) -> None:
     assert _handshake(certs, None, "DEFAULT") == "User:ANONYMOUS"
+
+
+def test_config_errors_never_show_a_secret(certs: Path, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    from odradek.broker.config import ConfigError
+
+    key = serialization.load_pem_private_key((certs / "alice.key").read_bytes(), None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"the-real-one"),
+    )
+    keystore = tmp_path / "server.pem"
+    keystore.write_bytes(encrypted + (certs / "alice.pem").read_bytes())
+    config = load_config(
+        overrides=[
+            "listeners=SSL://127.0.0.1:0",
+            f"ssl.keystore.location={keystore}",
+            "ssl.key.password=a-wrong-guess",
+        ],
+        environ={},
+    )
+    with pytest.raises(ConfigError) as wrong:
+        server_context(config)
+    assert str(keystore) in str(wrong.value)
+    assert "a-wrong-guess" not in str(wrong.value) and "the-real-one" not in str(wrong.value)
+    right = load_config(
+        overrides=[
+            "listeners=SSL://127.0.0.1:0",
+            f"ssl.keystore.location={keystore}",
+            "ssl.key.password=the-real-one",
+        ],
+        environ={},
+    )
+    server_context(right)  # loads
+    jaas = 'sasl.jaas.config=PlainLoginModule required username="u" password="hunter2";'
+    with pytest.raises(ConfigError) as unknown:
+        load_config(overrides=[jaas], environ={})
+    assert "hunter2" not in str(unknown.value) and "sasl.jaas.config" in str(unknown.value)
