@@ -1,5 +1,6 @@
 """Handlers for the metadata and admin APIs: ApiVersions, Metadata, Create/DeleteTopics,
-CreatePartitions, DescribeConfigs, (incremental) AlterConfigs and DescribeLogDirs.
+CreatePartitions and DescribeLogDirs; DescribeConfigs and (incremental) AlterConfigs are in the
+base class, :class:`odradek.broker.configs_api.ConfigsApi`.
 
 Topic creation and deletion touch the filesystem (mkdir, fsync, rmtree): they run in a worker
 thread under the broker's admin lock, so the event loop keeps serving produce and fetch.
@@ -12,12 +13,11 @@ cached until what it is built from changes (:meth:`AdminApi._describe_topic`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from odradek.broker.config import EMBEDDED_DEFAULTS
+from odradek.broker.configs_api import ConfigsApi
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
 from odradek.broker.listeners import Listener
@@ -25,7 +25,6 @@ from odradek.broker.security.authorizer import allowed
 from odradek.protocol import messages as m
 from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
-from odradek.storage.config import CONFIG_KEYS
 from odradek.storage.errors import (
     InvalidTopicError,
     PartitionLimitError,
@@ -45,9 +44,9 @@ TOPIC, DESCRIBE = ResourceType.TOPIC, Operation.DESCRIBE
 _TopicKey = tuple[str, int, int, int]
 
 
-class AdminApi:
+class AdminApi(ConfigsApi):
     def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self._described: dict[str, tuple[_TopicKey, m.MetadataTopic]] = {}
 
     async def api_versions(self, req: m.ApiVersionsRequest) -> m.ApiVersionsResponse:
@@ -280,144 +279,6 @@ class AdminApi:
             results.append(result)
         return m.CreatePartitionsResponse(correlation_id=req.correlation_id, results=results)
 
-    # -- configs ---------------------------------------------------------------------------
-
-    async def describe_configs(self, req: m.DescribeConfigsRequest) -> m.DescribeConfigsResponse:
-        results = []
-        for res in req.resources:
-            result = m.DescribeConfigsResult(
-                resource_type=res.resource_type, resource_name=res.resource_name
-            )
-            if not _may_configure(Operation.DESCRIBE_CONFIGS, res):
-                result.error_code = _denied(res)
-            elif res.resource_type == m.ConfigResourceType.TOPIC:
-                self._describe_topic_configs(res, result)
-            elif res.resource_type == m.ConfigResourceType.BROKER:
-                self._describe_broker_configs(res, result)
-            else:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"unknown resource type {res.resource_type}"
-            results.append(result)
-        return m.DescribeConfigsResponse(correlation_id=req.correlation_id, results=results)
-
-    def _describe_topic_configs(
-        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
-    ) -> None:
-        metadata = self.ctx.manager.topics.get(res.resource_name)
-        if metadata is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            result.error_message = f"unknown topic {res.resource_name!r}"
-            return
-        effective = self.ctx.manager.effective_config(res.resource_name).to_kafka()
-        broker_sources = self.ctx.config.sources
-        for name, value in effective.items():
-            if res.configuration_keys is not None and name not in res.configuration_keys:
-                continue
-            if name in metadata.configs:
-                source = m.ConfigSource.DYNAMIC_TOPIC_CONFIG
-            elif any(
-                broker_sources.get(key, EMBEDDED_DEFAULTS) != EMBEDDED_DEFAULTS
-                for key in CONFIG_KEYS[name].broker_keys
-            ):
-                source = m.ConfigSource.STATIC_BROKER_CONFIG
-            else:
-                source = m.ConfigSource.DEFAULT_CONFIG
-            result.configs.append(
-                m.DescribeConfigsEntry(
-                    name=name,
-                    value=value,
-                    config_source=source,
-                    is_default=source == m.ConfigSource.DEFAULT_CONFIG,
-                )
-            )
-
-    def _describe_broker_configs(
-        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
-    ) -> None:
-        if res.resource_name not in ("", str(self.ctx.node_id)):
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"this broker is node {self.ctx.node_id}"
-            return
-        sources = self.ctx.config.sources
-        for name, value in sorted(self.ctx.config.values.items()):
-            if res.configuration_keys is not None and name not in res.configuration_keys:
-                continue
-            default = sources.get(name, EMBEDDED_DEFAULTS) == EMBEDDED_DEFAULTS
-            result.configs.append(
-                m.DescribeConfigsEntry(
-                    name=name,
-                    value=None if value is None else str(value),
-                    read_only=True,
-                    config_source=m.ConfigSource.DEFAULT_CONFIG
-                    if default
-                    else m.ConfigSource.STATIC_BROKER_CONFIG,
-                    is_default=default,
-                )
-            )
-
-    async def alter_configs(self, req: m.AlterConfigsRequest) -> m.AlterConfigsResponse:
-        results = []
-        manager = self.ctx.manager
-        for res in req.resources:
-            result = m.AlterConfigsResourceResult(
-                resource_type=res.resource_type, resource_name=res.resource_name
-            )
-            results.append(result)
-            if not _may_configure(Operation.ALTER_CONFIGS, res):
-                result.error_code = _denied(res)
-                continue
-            if res.resource_type != m.ConfigResourceType.TOPIC:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = (
-                    "only topic configs can be altered; broker configs are static"
-                )
-                continue
-            metadata = manager.topics.get(res.resource_name)
-            if metadata is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            configs = dict(metadata.configs)
-            for op in res.configs:
-                if op.config_operation not in (m.AlterConfigOp.SET, m.AlterConfigOp.DELETE):
-                    result.error_code = ErrorCode.INVALID_REQUEST
-                    result.error_message = (
-                        f"unsupported operation {op.config_operation} for {op.name} "
-                        "(0 = SET, 1 = DELETE)"
-                    )
-                elif op.name not in CONFIG_KEYS:  # Kafka's LogConfig.validateNames, any op
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = f"Unknown topic config name: {op.name}"
-                elif op.config_operation == m.AlterConfigOp.DELETE:
-                    configs.pop(op.name, None)
-                elif op.value is None:
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = f"no value given for {op.name}"
-                else:
-                    configs[op.name] = op.value
-            if result.error_code:
-                continue
-            try:
-                config = manager.default_config.with_overrides(configs)  # validate, naming the key
-                if is_internal(res.resource_name) and config.cleanup_policy != ("compact",):
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = (
-                        f"{res.resource_name} is an internal topic: its cleanup.policy must stay "
-                        "compact (delete would drop committed offsets)"
-                    )
-                    continue
-                if not req.validate_only:
-                    async with self.ctx.admin_lock:
-                        await anyio.to_thread.run_sync(
-                            manager.alter_topic_configs, res.resource_name, configs
-                        )
-                    self.ctx.log.info(
-                        "topic configs altered", topic=res.resource_name, configs=configs
-                    )
-            except StorageError as exc:
-                result.error_code = error_code_for(exc)
-                result.error_message = str(exc)
-        return m.AlterConfigsResponse(correlation_id=req.correlation_id, responses=results)
-
     # -- log dirs --------------------------------------------------------------------------
 
     async def describe_log_dirs(self, req: m.DescribeLogDirsRequest) -> m.DescribeLogDirsResponse:
@@ -457,19 +318,6 @@ def _may_create(topic: str) -> bool:
     return allowed(Operation.CREATE, ResourceType.CLUSTER) or allowed(
         Operation.CREATE, TOPIC, topic
     )
-
-
-def _may_configure(operation: Operation, res: Any) -> bool:
-    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for broker configs."""
-    if res.resource_type == m.ConfigResourceType.TOPIC:
-        return allowed(operation, TOPIC, res.resource_name)
-    return allowed(operation, ResourceType.CLUSTER)
-
-
-def _denied(res: Any) -> ErrorCode:
-    if res.resource_type == m.ConfigResourceType.TOPIC:
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 def _segments(log: Log) -> list[m.SegmentDescription]:

@@ -11,6 +11,8 @@ import pytest
 from tests.broker.security.certs import make_certs
 from tests.broker_process import BrokerProcess
 
+KEYSTORE_SECRET = "keystore-secret-value"
+
 
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -23,6 +25,7 @@ def tls_overrides(certs: Path, client_auth: str = "requested") -> list[str]:
         f"ssl.truststore.location={certs / 'ca.pem'}",
         f"ssl.client.auth={client_auth}",
         "ssl.principal.mapping.rules=RULE:^CN=([^,]*),.*$/$1/L,DEFAULT",
+        f"ssl.keystore.password={KEYSTORE_SECRET}",  # accepted, unused (PEM): never shown
     ]
 
 

@@ -118,16 +118,27 @@ def test_confluent_kafka_authenticates(
     )
 
 
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
-def test_kafka_python_authenticates(sasl_broker: BrokerProcess, mechanism: str) -> None:
+@pytest.mark.parametrize(
+    ("listener", "mechanism"),
+    [
+        ("SASL_PLAINTEXT", "PLAIN"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+        ("SASL_SSL", "SCRAM-SHA-512"),
+    ],
+)
+def test_kafka_python_authenticates(
+    sasl_broker: BrokerProcess, certs: Path, listener: str, mechanism: str
+) -> None:
     from kafka import KafkaProducer
 
+    tls = {"ssl_cafile": str(certs / "ca.pem")} if listener == "SASL_SSL" else {}
     producer = KafkaProducer(
-        bootstrap_servers=f"127.0.0.1:{sasl_broker.ports['SASL_PLAINTEXT']}",
-        security_protocol="SASL_PLAINTEXT",
+        bootstrap_servers=f"127.0.0.1:{sasl_broker.ports[listener]}",
+        security_protocol=listener,
         sasl_mechanism=mechanism,
         sasl_plain_username="alice",
         sasl_plain_password=PASSWORD,
+        **tls,
     )
     metadata = producer.send(f"kp-{uuid.uuid4().hex[:8]}", b"x").get(timeout=15)
     producer.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker.security.conftest import KEYSTORE_SECRET
 from tests.broker_process import BrokerProcess, wait_until
 
 pytestmark = pytest.mark.slow
@@ -138,3 +139,15 @@ def test_a_plaintext_client_on_the_tls_port_is_closed(tls_broker: BrokerProcess)
         sock.sendall(struct.pack(">i", len(request)) + request)
         size = struct.unpack(">i", sock.recv(4))[0]
         assert size > 0
+
+
+def test_secrets_are_described_as_sensitive(tls_broker: BrokerProcess) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": tls_broker.bootstrap})
+    (future,) = admin.describe_configs([ConfigResource("broker", "1")]).values()
+    entries = future.result(timeout=15)
+    secret = entries["ssl.keystore.password"]
+    assert secret.is_sensitive and secret.value is None
+    assert entries["ssl.client.auth"].value == "requested"  # the others are shown
+    assert not any(KEYSTORE_SECRET in line for line in tls_broker.raw_lines)
