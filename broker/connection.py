@@ -265,12 +265,6 @@ class Connection:
         if head.startswith(NATIVE_PREFACE):
             from odradek.broker.native_session import NativeSession
 
-            if self.sasl is not None:  # never let a protocol without the exchange past it
-                raise FrameError(
-                    "the native protocol has no SASL exchange yet: connect to a PLAINTEXT "
-                    "or SSL listener, or use a Kafka client"
-                )
-
             self.protocol = "native"
             return NativeSession(self), len(NATIVE_PREFACE)
         self.protocol = "kafka"

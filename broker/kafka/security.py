@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
+from odradek.broker.security import sasl
 from odradek.broker.security.authorizer import allowed
 from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
@@ -27,7 +28,6 @@ from odradek.protocol.sasl import (
     MAX_ITERATIONS,
     MECHANISM_IDS,
     MIN_ITERATIONS,
-    SaslFailure,
     credential_from_salted,
 )
 
@@ -48,48 +48,14 @@ class SecurityApis:
         return list(self.ctx.config["sasl.enabled.mechanisms"])  # type: ignore[call-overload]
 
     async def sasl_handshake(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        sasl = self.conn.sasl
-        if sasl is None or sasl.done or sasl.mechanism is not None:
-            code = ErrorCode.ILLEGAL_SASL_STATE
-        elif not sasl.choose(req["mechanism"]):
-            code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-        else:
-            code = ErrorCode.NONE
-        if code:
-            self.conn.close_after_answer(f"SaslHandshake refused: {code.name}")
+        code = sasl.handshake(self.conn, req["mechanism"])
         return {"error_code": code, "mechanisms": self._enabled()}
 
     async def sasl_authenticate(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        sasl, conn = self.conn.sasl, self.conn
-        failed = {"auth_bytes": b"", "session_lifetime_ms": 0}
-        if sasl is None or sasl.mechanism is None or sasl.done:
-            conn.close_after_answer("SaslAuthenticate out of turn")
-            message = "SaslAuthenticate before SaslHandshake, or after authentication"
-            return failed | {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "error_message": message}
-        host = conn.peer.rpartition(":")[0]
-        try:
-            answer = await sasl.step(bytes(req["auth_bytes"]))
-        except SaslFailure as exc:
-            delay_s = self.ctx.security.delays.failed(host)
-            conn.log.warning(
-                "authentication failed",
-                **sasl.log_fields(conn.peer),
-                reason=str(exc),
-                delay_ms=round(delay_s * 1000),
-            )
-            await anyio.sleep(delay_s)
-            conn.close_after_answer("authentication failed")
-            return failed | {
-                "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
-                "error_message": str(exc),
-            }
-        if sasl.principal is not None:
-            conn.principal = sasl.principal
-            self.ctx.security.delays.succeeded(host)
-            conn.log.info("authenticated", principal=sasl.principal, mechanism=sasl.mechanism)
+        code, message, answer = await sasl.authenticate(self.conn, bytes(req["auth_bytes"]))
         return {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
+            "error_code": code,
+            "error_message": message,
             "auth_bytes": answer,
             "session_lifetime_ms": 0,
         }

@@ -26,12 +26,13 @@ import hashlib
 import hmac
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from odradek.broker.security.principal import user
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl import (
     SCRAM_MECHANISMS,
     SaslFailure,
@@ -41,7 +42,10 @@ from odradek.protocol.sasl import (
 )
 from odradek.storage.credentials import CredentialStore
 
-__all__ = ["FailureDelays", "SaslExchange", "SaslFailure", "SaslState"]
+if TYPE_CHECKING:
+    from odradek.broker.connection import Connection
+
+__all__ = ["FailureDelays", "SaslExchange", "SaslFailure", "SaslState", "authenticate", "handshake"]
 
 _MAX_DELAY_S = 5.0
 _FORGET_AFTER_S = 600.0
@@ -132,3 +136,50 @@ class SaslState:
     def __init__(self, credentials: CredentialStore, failure_delay_ms: int) -> None:
         self.credentials = credentials
         self.delays = FailureDelays(failure_delay_ms)
+
+
+# -- the two requests, as both protocols answer them ---------------------------------------
+
+
+def handshake(conn: Connection, mechanism: str) -> ErrorCode:
+    """SaslHandshake: choose ``mechanism``; a refusal closes the connection after the answer."""
+    sasl = conn.sasl
+    if sasl is None or sasl.done or sasl.mechanism is not None:
+        code = ErrorCode.ILLEGAL_SASL_STATE
+    elif not sasl.choose(mechanism):
+        code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    else:
+        return ErrorCode.NONE
+    conn.close_after_answer(f"SaslHandshake refused: {code.name}")
+    return code
+
+
+async def authenticate(conn: Connection, token: bytes) -> tuple[ErrorCode, str | None, bytes]:
+    """SaslAuthenticate: one step of the exchange; (error, message, answer bytes). On success
+    of the last step the connection's principal is set; a failure is delayed, logged and
+    answered, then the connection closes."""
+    sasl = conn.sasl
+    if sasl is None or sasl.mechanism is None or sasl.done:
+        conn.close_after_answer("SaslAuthenticate out of turn")
+        message = "SaslAuthenticate before SaslHandshake, or after authentication"
+        return ErrorCode.ILLEGAL_SASL_STATE, message, b""
+    state = conn.ctx.security
+    assert state is not None
+    try:
+        answer = await sasl.step(token)
+    except SaslFailure as exc:
+        delay_s = state.delays.failed(conn.host)
+        conn.log.warning(
+            "authentication failed",
+            **sasl.log_fields(conn.peer),
+            reason=str(exc),
+            delay_ms=round(delay_s * 1000),
+        )
+        await anyio.sleep(delay_s)
+        conn.close_after_answer("authentication failed")
+        return ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc), b""
+    if sasl.principal is not None:
+        conn.principal = sasl.principal
+        state.delays.succeeded(conn.host)
+        conn.log.info("authenticated", principal=sasl.principal, mechanism=sasl.mechanism)
+    return ErrorCode.NONE, None, answer

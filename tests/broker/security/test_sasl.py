@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 
 from odradek.protocol import kafka
+from odradek.protocol import messages as m
+from odradek.protocol.sasl import ScramClient
 from tests.broker.kafka.kwire import KafkaWire, api_versions_body
 from tests.broker.security.conftest import tls_overrides
+from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess, wait_until
 
 pytestmark = pytest.mark.slow
@@ -210,17 +213,40 @@ def test_no_request_reaches_a_handler_before_authentication(sasl_broker: BrokerP
     assert not (sasl_broker.log_dirs[0] / "must-not-exist-0").exists()
 
 
-def test_the_native_protocol_is_refused_on_a_sasl_listener(sasl_broker: BrokerProcess) -> None:
-    from odradek import Admin
-    from odradek.client.errors import KafkaConnectionError
+def _native_scram(wire: Wire, password: str) -> int:
+    """The native exchange, SCRAM-SHA-256, as alice; the last step's error code."""
+    client = ScramClient("SCRAM-SHA-256", "alice", password, "native-nonce")
+    handshake = wire.call(
+        m.SaslHandshakeRequest(correlation_id=wire.cid(), mechanism="SCRAM-SHA-256")
+    )
+    assert handshake.error_code == 0 and "SCRAM-SHA-256" in handshake.mechanisms
+    first = wire.call(
+        m.SaslAuthenticateRequest(correlation_id=wire.cid(), auth_bytes=client.first())
+    )
+    assert first.error_code == 0, first
+    final = wire.call(
+        m.SaslAuthenticateRequest(
+            correlation_id=wire.cid(), auth_bytes=client.final(first.auth_bytes)
+        )
+    )
+    if final.error_code == 0:
+        client.check(final.auth_bytes)
+    return final.error_code
 
-    with (
-        pytest.raises(KafkaConnectionError),
-        Admin(f"127.0.0.1:{sasl_broker.ports['SASL_PLAINTEXT']}") as admin,
-    ):
-        admin.list_topics()
+
+def test_the_native_protocol_authenticates(sasl_broker: BrokerProcess) -> None:
+    port = sasl_broker.ports["SASL_PLAINTEXT"]
+    with Wire(port) as wire:
+        assert _native_scram(wire, PASSWORD) == 0
+        assert wire.metadata().brokers[0].port == port  # served once authenticated
+    with Wire(port) as wire:
+        assert _native_scram(wire, WRONG) == 58  # SASL_AUTHENTICATION_FAILED
+        assert wire.closed_by_peer()
+    with Wire(port) as wire:  # nothing but the exchange before it
+        wire.send(m.MetadataRequest(correlation_id=wire.cid()))
+        assert wire.closed_by_peer()
     reasons = [str(e.get("reason")) for e in sasl_broker.events("closing connection")]
-    assert any("native protocol has no SASL exchange" in r for r in reasons)
+    assert any("MetadataRequest before SASL authentication" in r for r in reasons)
 
 
 def test_no_password_is_ever_logged(sasl_broker: BrokerProcess) -> None:
