@@ -6,6 +6,7 @@ reaches a handler, for every api key; and no password is ever logged."""
 
 from __future__ import annotations
 
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,8 +250,12 @@ def test_the_native_protocol_authenticates(sasl_broker: BrokerProcess) -> None:
     assert any("MetadataRequest before SASL authentication" in r for r in reasons)
 
 
-def test_no_password_is_ever_logged(sasl_broker: BrokerProcess) -> None:
+def test_no_password_is_ever_logged_or_exported(sasl_broker: BrokerProcess) -> None:
     # runs last in this module: the right and wrong passwords above have been tried
     assert sasl_broker.events("authenticated") and sasl_broker.events("authentication failed")
     for line in sasl_broker.raw_lines:
         assert PASSWORD not in line and WRONG not in line, line
+    url = f"http://127.0.0.1:{sasl_broker.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        scraped = response.read().decode()
+    assert "odradek_" in scraped and PASSWORD not in scraped and WRONG not in scraped
