@@ -37,23 +37,31 @@ __all__ = ["AclApis"]
 E = TypeVar("E", bound=IntEnum)
 
 
-def _enum(cls: type[E], value: int, unknown: E) -> E:
+def _enum(cls: type[E], value: int) -> E:
     try:
         return cls(value)
     except ValueError:
-        return unknown
+        return cls(0)  # UNKNOWN: refused by AclBinding.invalid, matched by nothing
+
+
+# the wire fields of a binding (CreateAcls) and of a filter (DescribeAcls, DeleteAcls), in
+# AclBinding's / AclFilter's order, with the enum each is read as (None: kept as it is)
+_ENUMS = (ResourceType, None, PatternType, None, None, Operation, Permission)
+_CREATION = ("resource_type", "resource_name", "resource_pattern_type", "principal", "host",
+             "operation", "permission_type")  # fmt: skip
+_FILTER = ("resource_type_filter", "resource_name_filter", "pattern_type_filter",
+           "principal_filter", "host_filter", "operation", "permission_type")  # fmt: skip
+
+
+def _read(fields: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
+    return [
+        fields[name] if cls is None else _enum(cls, fields[name])
+        for name, cls in zip(names, _ENUMS, strict=True)
+    ]
 
 
 def _filter(f: dict[str, Any]) -> AclFilter:
-    return AclFilter(
-        _enum(ResourceType, f["resource_type_filter"], ResourceType.UNKNOWN),
-        f["resource_name_filter"],
-        _enum(PatternType, f["pattern_type_filter"], PatternType.UNKNOWN),
-        f["principal_filter"],
-        f["host_filter"],
-        _enum(Operation, f["operation"], Operation.UNKNOWN),
-        _enum(Permission, f["permission_type"], Permission.UNKNOWN),
-    )
+    return AclFilter(*_read(f, _FILTER))
 
 
 def _binding_fields(b: AclBinding) -> dict[str, Any]:
@@ -98,15 +106,7 @@ class AclApis:
         code, message = self._refusal(Operation.ALTER)
         results, created = [], []
         for c in req["creations"]:
-            binding = AclBinding(
-                _enum(ResourceType, c["resource_type"], ResourceType.UNKNOWN),
-                c["resource_name"],
-                _enum(PatternType, c["resource_pattern_type"], PatternType.UNKNOWN),
-                c["principal"],
-                c["host"],
-                _enum(Operation, c["operation"], Operation.UNKNOWN),
-                _enum(Permission, c["permission_type"], Permission.UNKNOWN),
-            )
+            binding = AclBinding(*_read(c, _CREATION))
             why = None if code else binding.invalid()
             if code:
                 results.append({"error_code": code, "error_message": message})
