@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
-from odradek.cli.kafka_call import kafka_call
+from odradek.broker.config import ConfigError
+from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.acl import (
     CLUSTER_NAME,
     Operation,
@@ -47,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name in ("add", "list", "remove"):
         command = commands.add_parser(name, help=f"{name} ACLs")
         command.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+        command.add_argument(
+            "--command-config", type=Path, help="Kafka client properties (TLS, SASL)"
+        )
         command.add_argument("--topic", action="append", default=[])
         command.add_argument("--group", action="append", default=[])
         command.add_argument("--cluster", action="store_true")
@@ -160,13 +165,13 @@ def run(args: argparse.Namespace) -> int:
             print("odradek acls: name a resource, a principal and an operation", file=sys.stderr)
             return 2
         if args.acls_command == "add":
-            answer = kafka_call(args.bootstrap_server, _CREATE, _VERSION, {"creations": bindings})
+            answer = _call(args, _CREATE, {"creations": bindings})
             errors = [r for r in answer["results"] if r["error_code"]]
         else:
             filters = [_filter(b, args) for b in bindings]
-            answer = kafka_call(args.bootstrap_server, _DELETE, _VERSION, {"filters": filters})
+            answer = _call(args, _DELETE, {"filters": filters})
             errors = [r for r in answer["filter_results"] if r["error_code"]]
-    except OSError as exc:
+    except (OSError, ValueError, ConfigError) as exc:  # ssl.SSLError is an OSError
         print(f"odradek acls: {exc}", file=sys.stderr)
         return 2
     for error in errors:
@@ -177,8 +182,13 @@ def run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _call(args: argparse.Namespace, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
+    with KafkaCall(args.bootstrap_server, read_command_config(args.command_config)) as call:
+        return call.call(api_key, _VERSION, fields)
+
+
 def _list(args: argparse.Namespace) -> int:
-    answer = kafka_call(args.bootstrap_server, _DESCRIBE, _VERSION, _filter(None, args))
+    answer = _call(args, _DESCRIBE, _filter(None, args))
     if answer["error_code"]:
         code = ErrorCode(answer["error_code"]).name
         print(f"odradek acls: {code}: {answer['error_message'] or ''}", file=sys.stderr)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.broker.config import ConfigError, load_config
-from odradek.cli.kafka_call import kafka_call
+from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl import (
     MECHANISM_IDS,
@@ -66,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--config", type=Path, help="the broker's server.properties (broker stopped)"
         )
         command.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+        command.add_argument(
+            "--command-config",
+            type=Path,
+            help="Kafka client properties for --bootstrap-server (TLS, SASL)",
+        )
         if name != "list":
             command.add_argument("user")
             command.add_argument(
@@ -106,13 +111,14 @@ def _password() -> str:
 
 
 # -- through a running broker: Kafka's requests ------------------------------------------------
-def _call(bootstrap: str, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
-    return kafka_call(bootstrap, api_key, 0, fields)
+def _call(args: argparse.Namespace, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
+    with KafkaCall(args.bootstrap_server, read_command_config(args.command_config)) as call:
+        return call.call(api_key, 0, fields)
 
 
 def _online(args: argparse.Namespace) -> int:
     if args.users_command == "list":
-        answer = _call(args.bootstrap_server, _DESCRIBE, {"users": None})
+        answer = _call(args, _DESCRIBE, {"users": None})
         for result in answer["results"]:
             infos = ", ".join(
                 f"{MECHANISM_IDS[i['mechanism']]} (iterations {i['iterations']})"
@@ -139,7 +145,7 @@ def _online(args: argparse.Namespace) -> int:
         deletions = [{"name": args.user, "mechanism": _NUMBERS[m]} for m in _mechanisms(args)]
         fields = {"deletions": deletions, "upsertions": []}
     status = 0
-    for result in _call(args.bootstrap_server, _ALTER, fields)["results"]:
+    for result in _call(args, _ALTER, fields)["results"]:
         if result["error_code"]:
             name = ErrorCode(result["error_code"]).name
             print(f"{result['user']}: {name}: {result['error_message']}", file=sys.stderr)

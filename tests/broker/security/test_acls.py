@@ -385,3 +385,31 @@ def test_cli_against_an_open_listener(tmp_path: Path) -> None:
         assert left.stdout.strip() == "TOPIC:LITERAL:orders ALLOW User:app from * DESCRIBE"
     finally:
         broker.stop()
+
+
+def test_odradek_acls_with_a_command_config(broker: BrokerProcess, tmp_path: Path) -> None:
+    """``--command-config`` with Kafka's client properties: SASL PLAIN as the super user."""
+    admin = tmp_path / "admin.properties"
+    admin.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="admin" password="{USERS["admin"]}";\n'
+    )
+    common = ["--bootstrap-server", broker.bootstrap, "--command-config", str(admin)]
+    added = _odradek_acls("add", *common, "--allow-principal", "User:carol",
+                          "--operation", "Describe", "--group", "carols")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    listed = _odradek_acls("list", *common, "--group", "carols")
+    assert listed.stdout.strip() == "GROUP:LITERAL:carols ALLOW User:carol from * DESCRIBE"
+    bob = tmp_path / "bob.properties"
+    bob.write_text(admin.read_text().replace("admin", "bob").replace(USERS["admin"], USERS["bob"]))
+    refused = _odradek_acls("list", "--bootstrap-server", broker.bootstrap,
+                            "--command-config", str(bob))  # fmt: skip
+    assert refused.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr
+    wrong = tmp_path / "wrong.properties"
+    wrong.write_text(admin.read_text().replace(USERS["admin"], "not-it"))
+    failed = _odradek_acls("list", "--bootstrap-server", broker.bootstrap,
+                           "--command-config", str(wrong))  # fmt: skip
+    assert failed.returncode == 2 and "authentication failed" in failed.stderr
+    assert "not-it" not in failed.stderr

@@ -6,6 +6,8 @@ reaches a handler, for every api key; and no password is ever logged."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from odradek.protocol.sasl import ScramClient
 from tests.broker.kafka.kwire import KafkaWire, api_versions_body
 from tests.broker.security.conftest import tls_overrides
 from tests.broker.wire import Wire
-from tests.broker_process import BrokerProcess, wait_until
+from tests.broker_process import REPO, BrokerProcess, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -259,3 +261,25 @@ def test_no_password_is_ever_logged_or_exported(sasl_broker: BrokerProcess) -> N
     with urllib.request.urlopen(url, timeout=10) as response:
         scraped = response.read().decode()
     assert "odradek_" in scraped and PASSWORD not in scraped and WRONG not in scraped
+
+
+def test_odradek_users_over_sasl_ssl(
+    sasl_broker: BrokerProcess, certs: Path, tmp_path: Path
+) -> None:
+    """``odradek users list`` through the SASL_SSL listener, SCRAM-SHA-512, with Kafka's
+    client properties in ``--command-config``."""
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        f"ssl.truststore.location={certs / 'ca.pem'}\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.username=alice\n"
+        f"sasl.password={PASSWORD}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "odradek.cli.main", "users", "list", "--bootstrap-server",
+         f"127.0.0.1:{sasl_broker.ports['SASL_SSL']}", "--command-config", str(config)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "alice: SCRAM-SHA-256 (iterations 4096), SCRAM-SHA-512 (iterations 4096)" in done.stdout
