@@ -118,9 +118,11 @@ def test_confluent_kafka_authenticates(
     finally:
         consumer.close()
     assert values == [b"v%d" % i for i in range(10)]
-    assert any(
-        e.get("principal") == "User:alice" and e.get("mechanism") == mechanism
-        for e in sasl_broker.events("authenticated")
+    assert wait_until(
+        lambda: any(
+            e.get("principal") == "User:alice" and e.get("mechanism") == mechanism
+            for e in sasl_broker.events("authenticated")
+        )
     )
 
 
@@ -210,9 +212,13 @@ def test_no_request_reaches_a_handler_before_authentication(sasl_broker: BrokerP
             wire.send(key, version, fields)
             assert wire.closed_by_peer(), api.name
         refused.append(api.name)
-    reasons = [str(e.get("reason")) for e in sasl_broker.events("closing connection")]
+
+    def logged(name: str) -> bool:  # the log is read on a thread: it may lag the close
+        reasons = [str(e.get("reason")) for e in sasl_broker.events("closing connection")]
+        return any(f"{name} before SASL authentication" in r for r in reasons)
+
     for name in refused:
-        assert any(f"{name} before SASL authentication" in r for r in reasons), name
+        assert wait_until(lambda name=name: logged(name)), name
     assert not (sasl_broker.log_dirs[0] / "must-not-exist-0").exists()
 
 
@@ -248,8 +254,12 @@ def test_the_native_protocol_authenticates(sasl_broker: BrokerProcess) -> None:
     with Wire(port) as wire:  # nothing but the exchange before it
         wire.send(m.MetadataRequest(correlation_id=wire.cid()))
         assert wire.closed_by_peer()
-    reasons = [str(e.get("reason")) for e in sasl_broker.events("closing connection")]
-    assert any("MetadataRequest before SASL authentication" in r for r in reasons)
+
+    def logged() -> bool:  # the log is read on a thread: it may lag the close
+        reasons = [str(e.get("reason")) for e in sasl_broker.events("closing connection")]
+        return any("MetadataRequest before SASL authentication" in r for r in reasons)
+
+    assert wait_until(logged)
 
 
 def test_no_password_is_ever_logged_or_exported(sasl_broker: BrokerProcess) -> None:
