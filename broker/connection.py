@@ -6,6 +6,15 @@ the native protocol (:mod:`odradek.broker.native_session`), anything else is the
 size prefix of Apache Kafka's protocol (:mod:`odradek.broker.kafka.session`). Both use the same
 framing (a 4-byte big-endian size, then the body), the same limits and the same handlers.
 
+Security (docs/security.md): the bytes come through a transport, plain (zero-copy
+``sendfile``) or TLS (:mod:`odradek.broker.security.tls`: the handshake runs first, bounded
+like any silence by ``connections.max.idle.ms``, and a failed one closes the connection with
+its reason). A connection on a SASL listener holds a :class:`SaslExchange`; until it is done
+both sessions let through only ApiVersions and the SASL requests. ``principal`` is who the
+connection proved to be (``User:ANONYMOUS`` until then); the connection puts itself in
+:data:`~odradek.broker.security.authorizer.CALLER`, where the shared handlers' ACL checks
+find it.
+
 Reading and dispatch happen in one task, in arrival order: every append of this connection is
 applied by that task, in the order its requests arrived (per-partition order), before any task
 is started for the request. Requests that wait — Produce with ``acks=all`` (the fsync) and
