@@ -83,7 +83,9 @@ def build() -> bool:
         JAR.parent.mkdir(parents=True, exist_ok=True)
         partial = JAR.with_suffix(".jar.tmp")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            _add(jar, "META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: odradek\r\n\r\n")
+            _add(
+                jar, "META-INF/MANIFEST.MF", b"Manifest-Version: 1.0\r\nCreated-By: odradek\r\n\r\n"
+            )
             for root in (classes, RESOURCES):
                 for path in sorted(p for p in root.rglob("*") if p.is_file()):
                     _add(jar, path.relative_to(root).as_posix(), path.read_bytes())

@@ -26,7 +26,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * Offsets#split} applies {@code maxRecordsPerPartition} / {@code minPartitions}, and {@link
  * FilePlanner} cuts each range into tasks by segment and {@code maxPartitionBytes}.
  */
-final class FilesScan implements Scan, Batch {
+public final class FilesScan implements Scan, Batch {
   private final StructType schema;
   private final FilesOptions options;
 
@@ -35,7 +35,7 @@ final class FilesScan implements Scan, Batch {
     this.options = options;
   }
 
-  static final class Builder implements ScanBuilder, SupportsPushDownRequiredColumns {
+  public static final class Builder implements ScanBuilder, SupportsPushDownRequiredColumns {
     private final StructType full;
     private final FilesOptions options;
     private StructType required;
@@ -112,7 +112,7 @@ final class FilesScan implements Scan, Batch {
   }
 
   /** Sent to the executors: every task reads columnar batches. */
-  static final class ReaderFactory implements PartitionReaderFactory {
+  public static final class ReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
     private final FilesOptions options;
     private final StructType schema;

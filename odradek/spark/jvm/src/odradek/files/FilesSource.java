@@ -42,7 +42,7 @@ public final class FilesSource implements TableProvider, DataSourceRegister {
   }
 
   /** The log directories as a read-only table. */
-  static final class FilesTable implements Table, SupportsRead {
+  public static final class FilesTable implements Table, SupportsRead {
     private final StructType schema;
     private final FilesOptions options;
 

@@ -39,7 +39,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * Bytes below {@code endPosition} were complete and CRC-valid at planning time and the log is
  * append-only, so a read while the broker appends sees exactly the planned records.
  */
-final class RangeReader implements PartitionReader<ColumnarBatch> {
+public final class RangeReader implements PartitionReader<ColumnarBatch> {
   private static final int TARGET_ROWS = 4096;
 
   private final FileRange r;
