@@ -17,7 +17,8 @@ Steps:
    entry dated 1980-01-01, so the same sources give the same bytes. It is written to
    ``*.tmp`` and renamed into place.
 
-``--if-stale``: do nothing when the jar is newer than every source file.
+``--if-stale``: do nothing when the jar is newer than every source file. ``--require``: exit 1
+when the jar cannot be built (``make install``; ``setup.py`` does without).
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def _add(jar: zipfile.ZipFile, name: str, data: bytes) -> None:
 def main(argv: list[str]) -> int:
     if "--if-stale" in argv and not stale():
         return 0
-    build()
-    return 0
+    built = build()
+    return 1 if "--require" in argv and not built else 0
 
 
 if __name__ == "__main__":

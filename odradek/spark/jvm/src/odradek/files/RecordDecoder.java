@@ -37,7 +37,12 @@ final class RecordDecoder {
   private byte[] b;
   private int p;
 
-  /** Decodes {@code count} records of {@code b[pos, end)} into {@code out}. */
+  /**
+   * Decodes {@code count} records of {@code b[pos, end)} into {@code out}. The wanted {@code
+   * key} / {@code value} vectors each get the whole body appended once (one array copy per
+   * batch); each row then points into it ({@code putArray(row, start, length)}), so no byte is
+   * copied per record.
+   */
   void decode(
       byte[] body,
       int pos,
@@ -58,6 +63,9 @@ final class RecordDecoder {
     WritableColumnVector timestampV = out.timestamp;
     WritableColumnVector typeV = out.timestampType;
     WritableColumnVector headersV = out.headers;
+    // where b[pos] landed in each vector's byte array
+    int keyShift = key == null ? 0 : key.arrayData().appendBytes(end - pos, b, pos) - pos;
+    int valueShift = value == null ? 0 : value.arrayData().appendBytes(end - pos, b, pos) - pos;
     int type = appendTimestamp >= 0 ? 1 : 0;
     for (int i = 0; i < count; i++) {
       long length = varint(end);
@@ -91,14 +99,14 @@ final class RecordDecoder {
         if (keyLength < 0) {
           key.putNull(row);
         } else {
-          key.putByteArray(row, b, keyAt, (int) keyLength);
+          key.putArray(row, keyAt + keyShift, (int) keyLength);
         }
       }
       if (value != null) {
         if (valueLength < 0) {
           value.putNull(row);
         } else {
-          value.putByteArray(row, b, valueAt, (int) valueLength);
+          value.putArray(row, valueAt + valueShift, (int) valueLength);
         }
       }
       if (offsetV != null) {
@@ -168,13 +176,26 @@ final class RecordDecoder {
 
   /** A zig-zag varint of at most 10 bytes at {@code b[p]}, ending before {@code limit}. */
   private long varint(int limit) {
-    if (p < limit) {
-      byte first = b[p];
+    int at = p;
+    if (at < limit) { // the common cases first: one or two bytes
+      int first = b[at];
       if (first >= 0) {
-        p++;
+        p = at + 1;
         return (first >>> 1) ^ -(first & 1);
       }
+      if (at + 1 < limit) {
+        int second = b[at + 1];
+        if (second >= 0) {
+          p = at + 2;
+          int raw = (first & 0x7f) | second << 7;
+          return (raw >>> 1) ^ -(raw & 1);
+        }
+      }
     }
+    return slowVarint(limit);
+  }
+
+  private long slowVarint(int limit) {
     long raw = 0;
     for (int shift = 0; ; shift += 7) {
       if (p >= limit) {
