@@ -7,6 +7,10 @@ local Spark session (``local[2]``, the session of the Spark tests, docs/spark.md
 1. Fill: ``partitions`` one-partition topics with ``read_records`` 100-byte random values in
    all, pre-built 16 KiB batches over the native protocol (``bench.spark._fill``, the broker
    read benchmark's fill), into the shipped config's 1 GiB segments; then the broker stops.
+   That fill cycles through 16 distinct batches, so its ~2,300 distinct values repeat and
+   Parquet dictionary-encodes them (its copy is a small fraction of the segments' size).
+   ``--set distinct_values=true`` fills with a fresh random value for every record instead
+   (a Parquet copy as large as the segments), built batch by batch as it is sent.
 2. The Parquet baseline's file (untimed): the topics read from ``log.dirs`` and written to
    Parquet with every column, so both reads see the same rows and columns.
 3. One untimed round (Python worker start-up, JIT, page cache), then ``repeats`` interleaved
@@ -35,6 +39,8 @@ from typing import Any
 from bench.common import Figure, Figures, Stopwatch, interleaved, median
 from bench.spark import _NO_PROGRESS_BARS, VALUE_BYTES, _fill
 from bench.spark import Params as BrokerParams
+from bench.storage import NOW_MS, build_batches
+from bench.storage import Params as StorageParams
 from tests.broker_process import BrokerProcess
 
 __all__ = ["TITLE", "Params", "run"]
@@ -51,6 +57,7 @@ class Params:
     partitions: int = 4  # one-partition topics
     max_partition_bytes: int = 128 << 20  # the reader's maxPartitionBytes option
     repeats: int = 3
+    distinct_values: bool = False  # every value random (else the shared fill's repeating ones)
 
     @classmethod
     def quick(cls) -> Params:
@@ -65,7 +72,10 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
         fill = BrokerParams(read_records=params.read_records, partitions=params.partitions)
-        topics, records = _fill(broker, fill)
+        if params.distinct_values:
+            topics, records = _fill_distinct(broker, fill)
+        else:
+            topics, records = _fill(broker, fill)
     finally:
         broker.stop()
     say(f"{sum(f.stat().st_size for f in logs.rglob('*.log')) / 1e9:.2f} GB of segments")
@@ -86,6 +96,35 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     return _figures(params, records, samples)
 
 
+def _fill_distinct(broker: BrokerProcess, params: BrokerParams) -> tuple[list[str], int]:
+    """``bench.spark._fill``'s topics and batch size, but every value drawn afresh."""
+    import random
+
+    from bench.fetch import produce_batches
+    from odradek.protocol.records import encode_batch
+    from tests.broker.wire import Wire
+
+    _, per_batch = build_batches(StorageParams(value_bytes=VALUE_BYTES))
+    per_topic = -(-params.read_records // (per_batch * params.partitions))
+    rng = random.Random(1)
+    topics = [f"spark-read-{i}" for i in range(params.partitions)]
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        for topic in topics:
+            wire.create_topic(topic, partitions=1)
+            for first in range(0, per_topic, 64):
+                batches = [
+                    encode_batch(_records(rng, per_batch))
+                    for _ in range(min(64, per_topic - first))
+                ]
+                produce_batches(wire, topic, batches, len(batches), pipeline=8)
+    return topics, per_topic * per_batch * params.partitions
+
+
+def _records(rng: Any, count: int) -> list[tuple[None, bytes, int]]:
+    blob = rng.randbytes(VALUE_BYTES * count)
+    return [(None, blob[i * VALUE_BYTES : (i + 1) * VALUE_BYTES], NOW_MS) for i in range(count)]
+
+
 def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> list[Figure]:
     figures = Figures()
     for query in QUERIES:
@@ -99,7 +138,8 @@ def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> l
             "rows/s",
             baseline=baseline,
             samples=mine,
-            note=f"{records:,} x {VALUE_BYTES} B, {params.partitions} partitions, stopped broker",
+            note=f"{records:,} x {VALUE_BYTES} B, {params.partitions} partitions, stopped broker"
+            + (", every value distinct" if params.distinct_values else ", ~2,300 distinct values"),
         )
     return figures.items
 
