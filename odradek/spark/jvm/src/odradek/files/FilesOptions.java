@@ -25,7 +25,7 @@ import java.util.Map;
  *       (default) leaves out the batches of aborted transactions listed in {@code .txnindex}
  *       files; {@code read_uncommitted} keeps them. Control batches are never rows.
  *   <li>{@code includeHeaders}, {@code failOnDataLoss} (default true).
- *   <li>{@code fetch.max.bytes}: the size of a task's reads (default 1 MiB; an entry larger
+ *   <li>{@code fetch.max.bytes}: the size of a task's reads (default 256 KiB; an entry larger
  *       than that is read whole).
  * </ul>
  */
@@ -33,9 +33,11 @@ public final class FilesOptions implements Serializable {
   private static final long serialVersionUID = 1L;
   public static final String LOG_DIRS = "log.dirs";
   static final long DEFAULT_MAX_PARTITION_BYTES = 128L << 20;
-  /** A task's read size: small enough that a read chunk stays in the CPU's caches while it is
-   * checked and decoded (16 MiB chunks, the broker-backed read's default, ran slower). */
-  static final long DEFAULT_CHUNK_BYTES = 1L << 20;
+  /**
+   * A task's read size: small enough to stay in the CPU caches while it is checked and decoded,
+   * and below G1's humongous-object size with a 1 GiB heap (16 MiB chunks ran slower).
+   */
+  static final long DEFAULT_CHUNK_BYTES = 256L << 10;
 
   final List<String> logDirs;
   final Subscription subscription;

@@ -16,7 +16,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 /**
  * One task: a {@link FileRange} → columnar batches of about 4096 rows (what the Python reader's
  * {@code files_read} did). The segment is opened read-only (no lock, no write) and its planned
- * bytes are mapped read-only in windows of 64 MiB and copied, {@code fetch.max.bytes} (1 MiB) at
+ * bytes are mapped read-only in windows of 64 MiB and copied, {@code fetch.max.bytes} (256 KiB) at
  * a time, into one heap buffer that stays in the CPU caches while it is checked and decoded (a
  * plain {@code read} into a heap buffer costs a second copy through a JDK direct buffer). A
  * replacement file (step 2) is read with plain positional reads.
