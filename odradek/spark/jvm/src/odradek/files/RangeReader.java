@@ -275,7 +275,7 @@ public final class RangeReader implements PartitionReader<ColumnarBatch> {
         continue;
       }
       int row = columns.rows++;
-      put(columns.key == null ? null : columns.key, row, m.key());
+      put(columns.key, row, m.key());
       put(columns.value, row, m.value());
       if (columns.offset != null) {
         columns.offset.putLong(row, m.offset());

@@ -32,6 +32,7 @@ public final class Subscription implements Serializable {
   public final List<String> topics; // SUBSCRIBE
   public final String pattern; // PATTERN
   public final List<TopicPartition> assigned; // ASSIGN
+  private transient Pattern compiled;
 
   private Subscription(
       Kind kind, List<String> topics, String pattern, List<TopicPartition> assigned) {
@@ -99,6 +100,9 @@ public final class Subscription implements Serializable {
 
   /** Whether a pattern subscription takes {@code topic}. */
   boolean matchesPattern(String topic) {
-    return !topic.startsWith("__") && Pattern.compile(pattern).matcher(topic).matches();
+    if (compiled == null) {
+      compiled = Pattern.compile(pattern);
+    }
+    return !topic.startsWith("__") && compiled.matcher(topic).matches();
   }
 }
