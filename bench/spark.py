@@ -229,14 +229,16 @@ class _SparkBench:
     def read_parquet(self, path: Path, rows: int, query: str = "count") -> float:
         return self._query(self.spark.read.parquet(str(path)), rows, query, query)
 
-    def read_files(self, topics: list[str], rows: int, query: str = "count") -> float:
-        df = (
+    def _files_df(self, topics: list[str]) -> Any:
+        return (
             self.spark.read.format("odradek-files")
             .option("log.dirs", str(self.scratch / "logs"))
             .option("subscribe", ",".join(topics))
             .load()
         )
-        return self._query(df, rows, query, query)
+
+    def read_files(self, topics: list[str], rows: int, query: str = "count") -> float:
+        return self._query(self._files_df(topics), rows, query, query)
 
     def read_ceiling(self, rows: int, query: str = "count") -> float:
         df = (
@@ -309,7 +311,7 @@ class _SparkBench:
         for query in QUERIES:
             self._query(self._odradek_df([self._last_topic]), rows, query, None)
             self.read_ceiling(rows, query)
-            self.read_files([self._last_topic], rows, query)
+            self._query(self._files_df([self._last_topic]), rows, query, None)
         path = self.scratch / "warm-up.parquet"
         self.write_parquet(rows, path=path)
         # (value only: the "all" query is warmed on the read baseline's copy, when it is made)

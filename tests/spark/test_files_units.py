@@ -5,6 +5,7 @@ retention or compaction changed its segment after planning."""
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +104,12 @@ def plan_after_loss(spark: Any, root: Path, task: Any) -> tuple[Any, None]:
     scan_batch, tasks = plan(spark, root, failOnDataLoss="false")
     assert tasks == []  # nothing left to plan
     return scan_batch, None
+
+
+def test_an_index_entry_that_does_not_fit_the_log_is_ignored(spark: Any, tmp_path: Path) -> None:
+    part = write_partition(tmp_path)
+    # Offset 40 indexed at position 7, inside the first batch: no scan may start there.
+    (part / f"{0:020d}.index").write_bytes(struct.pack(">ii", 40, 7))
+    scan_batch, (task,) = plan(spark, tmp_path, startingOffsets='{"t":{"0":42}}')
+    assert task.startPosition() > 7
+    assert read(scan_batch, task) == list(range(42, 100))
