@@ -14,6 +14,10 @@ Install it in the Python environment the Spark workers use (``pip install 'odrad
 and call ``register`` once per session: odradek installs one top-level name, ``odradek``, so
 PySpark's automatic lookup (top-level modules named ``pyspark_*``) does not see it. See
 docs/spark.md.
+
+Log directories are read with no broker by a JVM data source shipped in the same package,
+``format("odradek-files")`` (sources in ``odradek/spark/jvm``): put :func:`jar_path` on
+``spark.jars`` when the session starts.
 """
 
 from __future__ import annotations
