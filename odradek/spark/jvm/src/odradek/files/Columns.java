@@ -14,9 +14,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * returns (Spark consumes a batch before asking for the next). Only the columns of the pruned
  * read schema exist: a vector that is null here is never written, so {@code count(*)} decodes
  * nothing but batch headers. {@code topic} and {@code partition} are constants of the task
- * ({@link ConstantColumnVector}); the others are {@link OnHeapColumnVector}s filled in place
- * ({@code putByteArray} copies a key or value straight from the segment bytes into the vector's
- * byte array: no object per record).
+ * ({@link ConstantColumnVector}); the others are {@link OnHeapColumnVector}s filled in place:
+ * a batch's records section is appended once to the {@code key} and {@code value} vectors' byte
+ * arrays and each row points into it ({@link RecordDecoder}), so no object and no copy is made
+ * per record.
  */
 final class Columns implements AutoCloseable {
   private static final int INITIAL_ROWS = 4096;
