@@ -193,6 +193,8 @@ class ScramServer:
         if set(attributes) - {"n", "r"}:
             raise SaslFailure("SCRAM extensions (delegation tokens) are not supported")
         self.user = _unescape(attributes["n"])
+        if not self.user:
+            raise SaslFailure("empty SCRAM user name")
         if authzid and authzid != f"a={_escape(self.user)}":
             raise SaslFailure("authorization id must be empty or the user name")
         self._client_first_bare = bare

@@ -74,4 +74,8 @@ class AclStore:
         failure nothing changes in memory."""
         bindings = (set(self.bindings) | set(add)) - set(remove)
         write_table(roots, ACLS, "acls", self.version + 1, _encode(bindings))
-        self.version, self.bindings = self.version + 1, frozenset(bindings)
+        # bindings before version: a reader in another thread that reads the version first
+        # (Authorizer) may index new bindings under the old version (and index them again),
+        # never old bindings under the new one
+        self.bindings = frozenset(bindings)
+        self.version += 1

@@ -64,11 +64,12 @@ class Authorizer:
         self._indexed_version = -1
 
     def _bindings(self, resource_type: ResourceType) -> list[AclBinding]:
-        if self._indexed_version != self.store.version:
-            self._by_type = {}
+        version = self.store.version  # before the bindings (AclStore.apply writes them first)
+        if self._indexed_version != version:
+            by_type: dict[ResourceType, list[AclBinding]] = {}
             for binding in self.store.bindings:
-                self._by_type.setdefault(binding.resource_type, []).append(binding)
-            self._indexed_version = self.store.version
+                by_type.setdefault(binding.resource_type, []).append(binding)
+            self._by_type, self._indexed_version = by_type, version
         return self._by_type.get(resource_type, [])
 
     def authorize(

@@ -88,6 +88,7 @@ class SaslExchange:
         self.principal: str | None = None  # "User:<name>" once authenticated
         self.user = ""  # the user name tried (for logs)
         self._scram: ScramServer | None = None
+        self._scram_started = False  # client-first answered; the next token is client-final
 
     @property
     def done(self) -> bool:
@@ -118,7 +119,8 @@ class SaslExchange:
             return b""
         scram = self._scram
         assert scram is not None
-        if not self.user:
+        if not self._scram_started:
+            self._scram_started = True
             self.user = scram.parse_first(token)
             decoy = hmac.digest(self._decoy_key, self.user.encode(), hashlib.sha256)[:16]
             return scram.first(self.credentials.lookup(self.user, self.mechanism), decoy)

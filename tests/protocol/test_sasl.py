@@ -86,6 +86,7 @@ def test_an_unknown_user_fails_like_a_wrong_password() -> None:
         b"n,,n=a,r=x,tokenauth=true",  # delegation tokens
         b"n,a=bob,n=alice,r=x",  # impersonation
         b"n,,n=a=b,r=x",  # a bad escape
+        b"n,,n=,r=x",  # no user name
         b"\xff",
     ],
 )
