@@ -13,7 +13,7 @@ same task. Consumer groups: with ``group_id``, a group task in the same task gro
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,15 +24,17 @@ from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.async_client import AsyncClient
 from odradek.client.core import backoff_ms
+from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaError
-from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import AsyncGroup, consumed_offsets
+from odradek.client.group import GroupMember
+from odradek.client.group_driver import AsyncGroup
 from odradek.client.lifetime import AsyncLifetime
-from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["AsyncConsumer"]
 
 
+@async_face
 class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     """The async consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
@@ -58,34 +60,12 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     ) -> None:
         """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
-        self._grouped().member.subscribe(topics, pattern, listener)
+        self._member().subscribe(topics, pattern, listener)
         self._rewind()
-        self._grouped().wake()
-
-    async def unsubscribe(self) -> None:
-        self._rewind()
-        await self._grouped().run(self._grouped().member.leave_op())
-
-    async def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-    ) -> None:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
-        group = self._grouped()
-        await group.run(group.member.commit_op(self._consumed() if offsets is None else offsets))
-
-    async def committed(self, tp: TopicPartition) -> int | None:
-        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        group = self._grouped()
-        found = (await group.run(group.member.committed_op([tp]))).get(TopicPartition(*tp))
-        return None if found is None else found.offset
-
-    def _grouped(self) -> AsyncGroup:
-        self._member()  # raises without a group_id
-        assert self._group is not None
-        return self._group
+        self._group.wake()  # type: ignore[union-attr]
 
     def _consumed(self) -> dict[TopicPartition, int]:
-        return consumed_offsets(self._fetcher.positions, self._iterator)
+        return core.consumed_offsets(self._fetcher.positions, self._iterator)
 
     # -- lifetime ----------------------------------------------------------------------------
     @asynccontextmanager
@@ -145,11 +125,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             self._fetcher.request_reset(tp, "latest")
         self._kick()
 
-    async def position(self, tp: TopicPartition) -> int:
-        """The offset of the next record to be returned (resolving a pending reset)."""
-        self._rewind()
-        return await self._client.run(core.position_op(self._fetcher, tp))
-
     def _rewind(self) -> None:
         """Give the records drained for iteration but not yet yielded back to the fetcher
         (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
@@ -161,27 +136,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     def _kick(self) -> None:
         if self._need_fetch is not None:
             self._need_fetch.set()
-
-    # -- offsets lookups ---------------------------------------------------------------------
-    async def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return await self._client.run(core.offsets_op(tps, core.EARLIEST))
-
-    async def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return await self._client.run(core.offsets_op(tps, core.LATEST))
-
-    async def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset of each partition whose record timestamp is >= the timestamp
-        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
-        other negative timestamps."""
-        return await self._client.run(ops.offsets_for_times_op(timestamps))
-
-    async def topics(self) -> set[str]:
-        return await self._client.run(core.topics_op())
-
-    async def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return await self._client.run(core.partitions_for_topic_op(topic))
 
     # -- fetching ----------------------------------------------------------------------------
     async def _fetch_loop(self) -> None:
@@ -196,7 +150,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
                     await self._need_fetch.wait()
                     self._need_fetch = anyio.Event()
                     continue
-                fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options()))
+                fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options))
                 retry = fetcher.on_fetch(offsets, fetched)
             except KafkaError as exc:
                 if not exc.retriable:
@@ -204,7 +158,9 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
                 retry = True
             self._notify_data()
             if retry:
-                delay = backoff_ms(failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
+                delay = backoff_ms(
+                    failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+                )
                 failures += 1
                 await anyio.sleep(delay / 1000)
             else:

@@ -13,7 +13,7 @@ of its own (up to ``max_in_flight_requests_per_connection``). The task group is 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,48 +22,18 @@ import anyio.abc
 
 from odradek.client.accumulator import Batch
 from odradek.client.async_client import AsyncClient
+from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.futures import DeliveryHandle
 from odradek.client.lifetime import AsyncLifetime
-from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
-from odradek.client.types import RecordMetadata, TopicPartition
+from odradek.client.producer_core import Headers, ProducerCore
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
 
 _monotonic = time.monotonic
 
 
-class DeliveryHandle:
-    """Awaitable result of one record: ``await handle`` -> :class:`RecordMetadata`."""
-
-    __slots__ = ("_batch", "_error", "_index")
-
-    def __init__(
-        self, batch: Batch | None, index: int = 0, error: BaseException | None = None
-    ) -> None:
-        self._batch = batch
-        self._index = index
-        self._error = error
-
-    def done(self) -> bool:
-        return self._batch is None or self._batch.is_done
-
-    async def _result(self) -> RecordMetadata:
-        batch = self._batch
-        if batch is None:
-            assert self._error is not None
-            raise self._error
-        if not batch.is_done:
-            event = anyio.Event()
-            batch.add_done_callback(lambda _: event.set())
-            await event.wait()
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
-
-    def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        return self._result().__await__()
-
-
+@async_face
 class AsyncProducer(AsyncLifetime, ProducerCore):
     """The async producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
 
@@ -130,24 +100,17 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         *,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
+        headers: Headers = None,
     ) -> DeliveryHandle:
+        """Queue one record; returns a :class:`DeliveryHandle` (``await`` it for its
+        :class:`RecordMetadata`). Raises :class:`KafkaError` unless the producer runs."""
         if self._tg is None or self._closing:
             raise KafkaError("producer is not started (or is stopping)")
-        if type(value) is not bytes and value is not None:
-            value = as_bytes(value, "value")
-        if type(key) is not bytes and key is not None:
-            key = as_bytes(key, "key")
-        count = self._partition_counts.get(topic)
-        if count is None:
-            try:
-                count = await self._wait_for_topic(topic)
-            except KafkaError as exc:
-                return DeliveryHandle(None, error=exc)
-        placed = self._place(topic, key, value, partition, timestamp_ms, headers, count)
+        placed = await self._client.run(
+            self._place_op(topic, value, key, partition, timestamp_ms, headers)
+        )
         if isinstance(placed, KafkaError):
             return DeliveryHandle(None, error=placed)
-        partition, timestamp_ms, size = placed
         cfg = self.config
         acc = self._acc
         if acc.buffered_bytes >= cfg.buffer_memory:
@@ -156,35 +119,16 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     assert self._progress is not None
                     self._notify()
                     await self._progress.wait()
-        tp = TopicPartition(topic, partition)
-        batch = acc.open.get(tp)
-        if batch is None or batch.size_bytes + size > self._batch_size:
-            if batch is not None:
-                acc.close(batch)
-                self._notify()
-            batch = acc.new_batch(tp, _monotonic())
+        added = acc.add(*placed, _monotonic())  # no tails here: never held by another thread
+        assert added is not None
+        batch, index, fresh = added
+        if fresh:
             self._notify()  # the sender's wake-up time changed
-        return DeliveryHandle(batch, acc.append(batch, key, value, timestamp_ms, headers))
+        return DeliveryHandle(batch, index)
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, **kwargs: Any) -> Any:
+        """``await (await send(...))``: queue one record and wait for its delivery."""
         return await (await self.send(topic, value, **kwargs))
-
-    async def _wait_for_topic(self, topic: str) -> int:
-        """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
-        wait = TopicWait(topic, self.config, self._metadata, _monotonic())
-        while True:
-            meta = await self._client.metadata([topic], allow_auto_create=True)
-            delay_s = wait.step(meta, _monotonic())
-            if delay_s is None:
-                return self._partition_counts[topic]
-            await anyio.sleep(delay_s)  # backoff before asking the broker again
-
-    async def partitions_for(self, topic: str) -> set[int]:
-        """The partitions of ``topic`` as last seen (waiting for its metadata the first time)."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = await self._wait_for_topic(topic)
-        return set(range(count))
 
     # -- sender ------------------------------------------------------------------------------
     async def _run_sender(self) -> None:
@@ -202,7 +146,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     tg.start_soon(self._send_batches, batches)
                     stale_topics = self._metadata.due(now)
                     if stale_topics is not None:
-                        tg.start_soon(self._refresh_metadata, stale_topics)
+                        tg.start_soon(self._client.run, self._refresh_op(stale_topics))
                     continue
             if self._closing and not acc.unfinished() and not self._in_flight:
                 return
@@ -219,12 +163,10 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         try:
             conn = await self._client.connection()
             try:
-                with anyio.fail_after(cfg.request_timeout_ms / 1000):
-                    result = await conn.request(request, raw)
-            except TimeoutError:
+                response, _ = await conn.exchange(request, raw, cfg.request_timeout_ms / 1000)
+            except KafkaTimeoutError:
                 await conn.aclose()  # unanswered: reconnect and retry (as the blocking one)
                 raise KafkaConnectionError("Produce request timed out") from None
-            response = None if result is None else result[0]
         except KafkaError as exc:
             error = exc
         self._in_flight.remove(batches)
@@ -237,13 +179,6 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         self._acc.buffered_bytes -= freed
         if retry:
             self._acc.requeue(retry)
-
-    async def _refresh_metadata(self, topics: list[str]) -> None:
-        try:
-            meta = await self._client.metadata(topics)
-        except KafkaError:
-            return  # kept as it was; asked again after metadata_max_age_ms
-        self._metadata.update(meta.topics)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

@@ -13,25 +13,27 @@ auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from itertools import chain
 from typing import Any
 
 from odradek.client import consumer_core as core
 from odradek.client import ops
+from odradek.client.blocking_client import Client
 from odradek.client.core import backoff_ms
+from odradek.client.drivers import blocking_face
 from odradek.client.errors import KafkaError
-from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import BlockingGroup, consumed_offsets
-from odradek.client.sync_client import Client
-from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from odradek.client.group import GroupMember
+from odradek.client.group_driver import BlockingGroup
+from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["Consumer"]
 
 _monotonic = time.monotonic
 
 
+@blocking_face
 class Consumer(core.ConsumerCore):
     """The blocking consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
@@ -64,28 +66,10 @@ class Consumer(core.ConsumerCore):
         self._member().subscribe(topics, pattern, listener)
         self._rewind()
 
-    def unsubscribe(self) -> None:
-        self._rewind()
-        self._run(self._member().leave_op())
-
-    def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-    ) -> None:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
-        self._run(self._member().commit_op(self._consumed() if offsets is None else offsets))
-
-    def committed(self, tp: TopicPartition) -> int | None:
-        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        found = self._run(self._member().committed_op([tp])).get(TopicPartition(*tp))
-        return None if found is None else found.offset
-
-    def _run(self, op: Any) -> Any:
-        self._member()
-        assert self._group is not None
-        return self._group.run(op)
-
     def _consumed(self) -> dict[TopicPartition, int]:
-        return consumed_offsets(self._fetcher.positions, self._iter_records[self._iter_index() :])
+        return core.consumed_offsets(
+            self._fetcher.positions, self._iter_records[self._iter_index() :]
+        )
 
     def _iter_index(self) -> int:
         """How many of ``_iter_records`` were yielded."""
@@ -110,32 +94,6 @@ class Consumer(core.ConsumerCore):
         for tp in tps or self.assignment():
             self._fetcher.request_reset(tp, "latest")
         self._rewind()
-
-    def position(self, tp: TopicPartition) -> int:
-        """The offset of the next record to be returned (resolving a pending reset)."""
-        self._rewind()
-        return self._client.run(core.position_op(self._fetcher, tp))
-
-    # -- offsets lookups -----------------------------------------------------------------------
-    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._client.run(core.offsets_op(tps, core.EARLIEST))
-
-    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._client.run(core.offsets_op(tps, core.LATEST))
-
-    def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset of each partition whose record timestamp is >= the timestamp
-        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
-        other negative timestamps."""
-        return self._client.run(ops.offsets_for_times_op(timestamps))
-
-    def topics(self) -> set[str]:
-        return self._client.run(core.topics_op())
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return self._client.run(core.partitions_for_topic_op(topic))
 
     # -- polling -------------------------------------------------------------------------------
     def poll(
@@ -176,7 +134,7 @@ class Consumer(core.ConsumerCore):
         offsets = self._fetcher.fetchable()
         if not offsets:
             return
-        request = ops.build_fetch(offsets, **self._fetcher.fetch_options())
+        request = ops.build_fetch(offsets, **self._fetcher.fetch_options)
         try:
             future = self._client.connection().submit(request)
         except KafkaError:
@@ -203,7 +161,9 @@ class Consumer(core.ConsumerCore):
             self._failures = 0
 
     def _backoff(self) -> None:
-        delay_ms = backoff_ms(self._failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
+        delay_ms = backoff_ms(
+            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+        )
         self._failures += 1
         self._not_before_s = _monotonic() + delay_ms / 1000
 

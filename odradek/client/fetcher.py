@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from odradek.client.config import ConsumerConfig
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.records import BatchCursor, DecodedRecords
 from odradek.client.types import (
@@ -40,24 +41,15 @@ _RESET_TIMESTAMPS = {"earliest": m.EARLIEST_TIMESTAMP, "latest": m.LATEST_TIMEST
 
 
 class Fetcher:
-    def __init__(
-        self,
-        *,
-        auto_offset_reset: str = "latest",
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-    ) -> None:
-        if auto_offset_reset not in ("earliest", "latest", "none"):
-            raise ValueError(
-                f"auto_offset_reset must be 'earliest', 'latest' or 'none': {auto_offset_reset!r}"
-            )
-        self.auto_offset_reset = auto_offset_reset
-        self.fetch_max_wait_ms = fetch_max_wait_ms
-        self.fetch_min_bytes = fetch_min_bytes
-        self.fetch_max_bytes = fetch_max_bytes
-        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+    def __init__(self, config: ConsumerConfig) -> None:
+        self.auto_offset_reset = config.auto_offset_reset
+        # the keyword arguments of ops.fetch_op
+        self.fetch_options = {
+            "max_wait_ms": config.fetch_max_wait_ms,
+            "min_bytes": config.fetch_min_bytes,
+            "max_bytes": config.fetch_max_bytes,
+            "partition_max_bytes": config.max_partition_fetch_bytes,
+        }
         self.positions: dict[TopicPartition, int | None] = {}
         self.resets: dict[TopicPartition, str] = {}
         self.buffers: dict[TopicPartition, BatchCursor] = {}
@@ -142,15 +134,6 @@ class Fetcher:
         if cursor is not None:
             return cursor.position if cursor.exhausted else None
         return None if tp in self.pending_records else position
-
-    def fetch_options(self) -> dict[str, int]:
-        """Keyword arguments of ``fetch_op`` for this consumer's settings."""
-        return {
-            "max_wait_ms": self.fetch_max_wait_ms,
-            "min_bytes": self.fetch_min_bytes,
-            "max_bytes": self.fetch_max_bytes,
-            "partition_max_bytes": self.max_partition_fetch_bytes,
-        }
 
     def on_fetch(
         self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]

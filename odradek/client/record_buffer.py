@@ -23,15 +23,13 @@ without headers: ``append(topic, value)`` takes the topic's tail batch out of ``
 (whoever removed it owns it: see :mod:`odradek.client.accumulator`), appends the record stamped with
 the wall clock, puts the batch back and returns ``RecordFuture(batch, index)``; ``None`` when
 it cannot (no tail to take, tail full, value not ``bytes``, closed) and the caller takes the
-locked path. ``send(*args, **kwargs)`` is ``append`` for the call ``send(topic, value)`` and
-``fallback(*args, **kwargs)`` otherwise: with the C twin, a producer's ``send`` attribute is
-this method, so its commonest call runs no Python code.
+locked path.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import repeat
 from operator import add, sub
 from typing import Any
@@ -196,32 +194,13 @@ class PyTailAppender:
     """``Producer.send()``'s lock-free append of a null-key record to a topic's tail batch
     (whose records are a :class:`PyRecordBuffer`)."""
 
-    __slots__ = ("_fallback", "_future_type", "_limit_bytes", "_tails", "closed")
+    __slots__ = ("_future_type", "_limit_bytes", "_tails", "closed")
 
-    def __init__(
-        self,
-        tails: dict[str, Any],
-        limit_bytes: int,
-        future_type: type,
-        fallback: Callable[..., Any] | None = None,
-    ) -> None:
+    def __init__(self, tails: dict[str, Any], limit_bytes: int, future_type: type) -> None:
         self._tails = tails
         self._limit_bytes = limit_bytes
         self._future_type = future_type
-        self._fallback = fallback  # send() for what append() does not take
         self.closed = False  # set when the producer closes: every send takes the locked path
-
-    def send(self, *args: Any, **kwargs: Any) -> Any:
-        """``send(topic, value)`` through :meth:`append` when it takes it; every other call,
-        and a declined append, through ``fallback`` (the C twin lets ``Producer.send`` run
-        no Python code for the commonest call; here it is only kept alike)."""
-        if len(args) == 2 and not kwargs:
-            future = self.append(*args)
-            if future is not None:
-                return future
-        if self._fallback is None:
-            raise TypeError("this TailAppender has no fallback for send()")
-        return self._fallback(*args, **kwargs)
 
     def append(self, topic: str, value: object) -> Any:
         """A ``RecordFuture`` for the appended record, or ``None`` (take the locked path)."""

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.client import native
-from odradek.client.accumulator import Batch, RecordFuture, encode_batch
+from odradek.client.accumulator import Batch, encode_batch
+from odradek.client.futures import RecordFuture
 from odradek.client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
 from odradek.client.types import TopicPartition
 from odradek.protocol.records import Compression, decode_records, validate_batch
@@ -177,33 +178,3 @@ def test_the_compiled_appender_needs_slots_for_its_futures() -> None:
 
     with pytest.raises(TypeError, match="__slots__"):
         compiled.TailAppender({}, 100, NoSlots)
-
-
-@pytest.mark.parametrize(("appender_cls", "buffer_cls"), APPENDERS)
-def test_send_takes_the_tail_for_topic_and_value_and_the_fallback_otherwise(
-    appender_cls: Any, buffer_cls: Any
-) -> None:
-    tails, batch = _tail(buffer_cls)
-    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-
-    def fallback(*args: Any, **kwargs: Any) -> str:
-        calls.append((args, kwargs))
-        return "fallback"
-
-    send = appender_cls(tails, 1000, RecordFuture, fallback).send
-    assert type(send("t", b"v")) is RecordFuture
-    assert send("t", b"v", b"k") == "fallback"
-    assert send("t", value=b"v") == "fallback"
-    assert send("t", b"v", partition=0, headers=None) == "fallback"
-    assert send("other", b"v") == "fallback"  # append declined: no tail for that topic
-    assert send("t", "text") == "fallback"
-    assert calls == [
-        (("t", b"v", b"k"), {}),
-        (("t",), {"value": b"v"}),
-        (("t", b"v"), {"partition": 0, "headers": None}),
-        (("other", b"v"), {}),
-        (("t", "text"), {}),
-    ]
-    assert len(batch.records) == 1
-    with pytest.raises(TypeError, match="no fallback"):
-        appender_cls(tails, 1000, RecordFuture).send("t", b"v", b"k")

@@ -1,4 +1,4 @@
-"""A blocking connection: one TCP socket, a reader thread, pipelined thread-safe requests.
+"""The blocking connection: one TCP socket, a reader thread, pipelined thread-safe requests.
 
 - Writes: :meth:`BlockingConnection.submit` registers the request with the sans-I/O
   :class:`~odradek.client.core.ProtocolCore` (under ``_core_lock``, no I/O) and writes the frame's
@@ -18,14 +18,16 @@ import socket
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from odradek.client.core import ProtocolCore, ProtocolViolation
-from odradek.client.errors import KafkaConnectionError
+from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.protocol import messages as m
 from odradek.protocol.frames import NATIVE_PREFACE, Buffer, byte_views, drop_sent
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
+_EMPTY = memoryview(b"")
 _RECV_BYTES = 1024 * 1024  # one reused receive buffer per connection (frames are copied out)
 _IOV_MAX = 512
 
@@ -89,6 +91,20 @@ class BlockingConnection:
             self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc}"))
             raise KafkaConnectionError(f"send to {self._peer()} failed: {exc}") from None
         return future
+
+    def exchange(
+        self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
+    ) -> tuple[m.Response | None, memoryview]:
+        """Send ``request`` and wait up to ``timeout_s`` for its response: ``(response,
+        raw_tail)``, ``(None, empty)`` for acks=0. Raises :class:`KafkaTimeoutError` when the
+        time runs out (the response is dropped when it arrives), ``KafkaConnectionError``."""
+        future = self.submit(request, raw)
+        if future is None:
+            return None, _EMPTY
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
 
     def _peer(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"
