@@ -16,6 +16,7 @@ from odradek.client import admin_ops as a
 from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
+from odradek.client.config import ClientConfig, options_of
 from odradek.client.drivers import async_face, blocking_face, operation
 from odradek.client.group_ops import GroupDescription, GroupListing, OffsetAndMetadata
 from odradek.client.ops import Op, list_offsets_op
@@ -53,24 +54,11 @@ class AdminCore:
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-    ) -> None:
-        self._client = self._io = self._client_type(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
+    @options_of(ClientConfig)
+    def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
+        self._client = self._io = self._client_type(bootstrap_servers, **options)
         self.config = self._client.config
-        self._timeout_ms = request_timeout_ms
+        self._timeout_ms = self.config.request_timeout_ms
 
     @operation
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> Op[None]:

@@ -10,13 +10,14 @@ their config; it is then read, never changed (``client.config``). A bad value ra
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from odradek.protocol.records import Compression
 
-__all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "parse_bootstrap"]
+__all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "parse_bootstrap"]
 
 _CODECS = {
     None: Compression.NONE,
@@ -171,3 +172,29 @@ class ConsumerConfig(ClientConfig):
         unknown = [a for a in self.partition_assignment_strategy if a not in _ASSIGNORS]
         if unknown:
             raise ValueError(f"unknown assignors {unknown}; known: {', '.join(_ASSIGNORS)}")
+
+
+_P = inspect.Parameter
+
+
+def options_of(config_type: type, *, topics: bool = False) -> Callable[[Any], Any]:
+    """Decorator of a client's ``__init__(self, bootstrap_servers, **options)``: its signature
+    (what ``help()`` and editors show) becomes ``config_type``'s fields as keywords, so the
+    options are listed once, in the config class. ``topics``: ``*topics`` comes first and
+    ``bootstrap_servers`` is a keyword (the consumers)."""
+    head = [_P("self", _P.POSITIONAL_OR_KEYWORD)]
+    if topics:
+        head.append(_P("topics", _P.VAR_POSITIONAL, annotation="str"))
+    kind = _P.KEYWORD_ONLY if topics else _P.POSITIONAL_OR_KEYWORD
+    head.append(_P("bootstrap_servers", kind, annotation="str | Sequence[str]"))
+    options = [
+        _P(f.name, _P.KEYWORD_ONLY, default=f.default, annotation=f.type)
+        for f in fields(config_type)
+        if f.name != "bootstrap_servers" and f.default is not MISSING
+    ]
+
+    def decorate(init: Any) -> Any:
+        init.__signature__ = inspect.Signature([*head, *options], return_annotation="None")
+        return init
+
+    return decorate

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from odradek.client.config import ConsumerConfig
+from odradek.client.config import ConsumerConfig, options_of
 from odradek.client.drivers import operation
 from odradek.client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.fetcher import Fetcher
@@ -67,58 +67,19 @@ class ConsumerCore:
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
+    @options_of(ConsumerConfig, topics=True)
     def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str],
-        group_id: str | None = None,
-        client_id: str = "odradek-python",
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-        max_poll_records: int = 500,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        consumer_timeout_ms: float | None = None,
-        **group_options: Any,
+        self, *topics: str, bootstrap_servers: str | Sequence[str], **options: Any
     ) -> None:
-        if group_id is None and (topics or group_options):
-            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
-        callbacks = {k: group_options.pop(k) for k in _CALLBACKS if k in group_options}
-        self.config = cfg = ConsumerConfig(
-            bootstrap_servers=bootstrap_servers,
-            group_id=group_id,
-            client_id=client_id,
-            auto_offset_reset=auto_offset_reset,
-            enable_auto_commit=enable_auto_commit,
-            auto_commit_interval_ms=auto_commit_interval_ms,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            fetch_min_bytes=fetch_min_bytes,
-            fetch_max_bytes=fetch_max_bytes,
-            max_partition_fetch_bytes=max_partition_fetch_bytes,
-            max_poll_records=max_poll_records,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            consumer_timeout_ms=consumer_timeout_ms,
-            **group_options,
-        )
+        if options.get("group_id") is None and (topics or set(options) & _GROUP_OPTIONS):
+            raise ValueError(f"topics and group options need a group_id: {sorted(options)}")
+        callbacks = {k: options.pop(k) for k in _CALLBACKS if k in options}
+        self.config = cfg = ConsumerConfig(bootstrap_servers=bootstrap_servers, **options)
         self._fetcher = Fetcher(cfg)
-        self._client = self._io = self._client_type(
-            cfg.bootstrap_servers,
-            client_id=cfg.client_id,
-            request_timeout_ms=cfg.request_timeout_ms,
-            retry_backoff_ms=cfg.retry_backoff_ms,
-            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
-        )
+        self._client = self._io = self._client_type(config=cfg)
         self._init_face()
         member = None
-        if group_id is not None:
+        if cfg.group_id is not None:
             member = GroupMember(cfg, self._fetcher, **callbacks)
             if topics:
                 member.subscribe(topics)
@@ -241,6 +202,15 @@ def consumed_offsets(
 
 
 _CALLBACKS = ("on_assigned", "on_revoked")
+_GROUP_OPTIONS = {
+    *_CALLBACKS,
+    "session_timeout_ms",
+    "heartbeat_interval_ms",
+    "max_poll_interval_ms",
+    "partition_assignment_strategy",
+    "group_instance_id",
+    "metadata_max_age_ms",
+}
 
 
 def resolve_positions_op(fetcher: Fetcher) -> Op[None]:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from msgspec.structs import replace
 
-from odradek.client.config import ClientConfig, parse_bootstrap
+from odradek.client.config import ClientConfig, options_of, parse_bootstrap
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.ops import Op, fetch_op, handshake_op, list_offsets_op, metadata_op
@@ -168,22 +168,19 @@ class ClientCore:
     Error codes in responses are not retried here; the operations and the producer decide.
     """
 
+    @options_of(ClientConfig)
     def __init__(
         self,
-        bootstrap_servers: str | Sequence[str],
+        bootstrap_servers: str | Sequence[str] | None = None,
         *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
+        config: ClientConfig | None = None,
+        **options: Any,
     ) -> None:
-        self.config = ClientConfig(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
+        """``config``: a config of this or another client kind (the producer and consumer pass
+        theirs), instead of ``bootstrap_servers`` and the options."""
+        if config is None:
+            config = ClientConfig(bootstrap_servers=bootstrap_servers, **options)
+        self.config = config
         self._conn: Any = None
         self._closed = False
         self._init_face()

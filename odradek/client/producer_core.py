@@ -10,12 +10,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
-from odradek.client.config import ProducerConfig
+from odradek.client.config import ProducerConfig, options_of
 from odradek.client.core import backoff_ms
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaError, for_code
 from odradek.client.ops import Op, build_produce, metadata_op
-from odradek.client.partitioner import Partitioner, UserPartitioner
+from odradek.client.partitioner import Partitioner
 from odradek.client.record_buffer import record_size
 from odradek.client.types import TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
@@ -161,7 +161,8 @@ class ProducerCore:
       partitioner: ``"default"`` (murmur2 of the key, sticky for null keys),
         ``"round_robin"``, ``"random"``, or a callable ``(key, all_partitions, available)``.
       max_request_size: bytes per Produce request (and so per record) at most.
-      max_in_flight_requests_per_connection: Produce requests awaiting an answer at most.
+      max_in_flight (or Kafka's ``max_in_flight_requests_per_connection``): Produce requests
+        awaiting an answer at most.
       delivery_timeout_ms: how long a record may take, retries included, before it fails.
       request_timeout_ms: how long a request may go unanswered (the connection is then
         closed and its batches retried).
@@ -185,54 +186,13 @@ class ProducerCore:
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        acks: int | str = 1,
-        linger_ms: int = 5,
-        batch_size: int = 1_048_576,
-        buffer_memory: int = 33_554_432,
-        compression_type: str | None = None,
-        partitioner: str | UserPartitioner = "default",
-        max_request_size: int = 1_048_576,
-        max_in_flight_requests_per_connection: int = 5,
-        delivery_timeout_ms: int = 120_000,
-        request_timeout_ms: int = 30_000,
-        retries: int = 2_147_483_647,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        max_block_ms: int = 60_000,
-        metadata_max_age_ms: int = 300_000,
-        client_id: str = "odradek-python",
-    ) -> None:
-        self.config = cfg = ProducerConfig(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            acks=acks,
-            linger_ms=linger_ms,
-            batch_size=batch_size,
-            buffer_memory=buffer_memory,
-            compression_type=compression_type,
-            partitioner=partitioner,
-            max_request_size=max_request_size,
-            max_in_flight=max_in_flight_requests_per_connection,
-            delivery_timeout_ms=delivery_timeout_ms,
-            request_timeout_ms=request_timeout_ms,
-            retries=retries,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            max_block_ms=max_block_ms,
-            metadata_max_age_ms=metadata_max_age_ms,
-        )
-        self._partitioner = Partitioner(partitioner)
-        self._client = self._io = self._client_type(
-            cfg.bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
+    @options_of(ProducerConfig)
+    def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
+        if "max_in_flight_requests_per_connection" in options:  # Kafka's long name
+            options["max_in_flight"] = options.pop("max_in_flight_requests_per_connection")
+        self.config = cfg = ProducerConfig(bootstrap_servers=bootstrap_servers, **options)
+        self._partitioner = Partitioner(cfg.partitioner)
+        self._client = self._io = self._client_type(config=cfg)
         # a batch (61-byte header + records) never exceeds max_request_size
         self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
         self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, time.monotonic())
