@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -54,16 +53,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._consumed, self._kick, self._fetcher.errors)
 
-    # -- consumer groups ---------------------------------------------------------------------
-    def subscribe(
-        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
-    ) -> None:
-        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
-        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
-        self._member().subscribe(topics, pattern, listener)
-        self._rewind()
-        self._group.wake()  # type: ignore[union-attr]
-
+    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
         return core.consumed_offsets(self._fetcher.positions, self._iterator)
 

@@ -26,7 +26,8 @@ from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from odradek.client.futures import DeliveryHandle
 from odradek.client.lifetime import AsyncLifetime
-from odradek.client.producer_core import Headers, ProducerCore
+from odradek.client.ops import Op
+from odradek.client.producer_core import Placed, ProducerCore
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
 
@@ -92,23 +93,10 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             self._progress = anyio.Event()
 
     # -- send --------------------------------------------------------------------------------
-    async def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Headers = None,
-    ) -> DeliveryHandle:
-        """Queue one record; returns a :class:`DeliveryHandle` (``await`` it for its
-        :class:`RecordMetadata`). Raises :class:`KafkaError` unless the producer runs."""
+    async def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> DeliveryHandle:
         if self._tg is None or self._closing:
             raise KafkaError("producer is not started (or is stopping)")
-        placed = await self._client.run(
-            self._place_op(topic, value, key, partition, timestamp_ms, headers)
-        )
+        placed = await self._client.run(place)
         if isinstance(placed, KafkaError):
             return DeliveryHandle(None, error=placed)
         cfg = self.config

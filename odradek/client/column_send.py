@@ -27,7 +27,7 @@ import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from odradek.client.errors import KafkaError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
+from odradek.client.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from odradek.client.futures import record_future
 from odradek.client.record_buffer import Column
 
@@ -59,12 +59,7 @@ def send_columns(
     futures: list[Future[Any]] = []
     start = 0
     while start < total:
-        if acc.buffered_bytes >= self.config.buffer_memory:
-            with self._lock:
-                self._wait_for_memory()
-        with self._append_lock:
-            if self._closing:
-                raise KafkaError("producer is closed")
+        with self._appending():
             target = (
                 self._partitioner.partition(topic, None, count) if partition is None else partition
             )

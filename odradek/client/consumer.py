@@ -57,15 +57,7 @@ class Consumer(core.ConsumerCore):
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member, self._consumed)
 
-    # -- consumer groups -----------------------------------------------------------------------
-    def subscribe(
-        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
-    ) -> None:
-        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
-        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
-        self._member().subscribe(topics, pattern, listener)
-        self._rewind()
-
+    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
         return core.consumed_offsets(
             self._fetcher.positions, self._iter_records[self._iter_index() :]

@@ -128,6 +128,18 @@ class ConsumerCore:
                 out[tp] = max(0, high - position)
         return out
 
+    def subscribe(
+        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
+        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
+        object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
+        happens in the next poll (blocking) or in the background (async). Raises
+        ``ValueError`` without a ``group_id``."""
+        self._member().subscribe(topics, pattern, listener)
+        self._rewind()
+        self._group.wake()  # type: ignore[union-attr]
+
     # -- operations (each face's methods: drivers.operation) -----------------------------------
     @operation
     def commit(

@@ -40,6 +40,9 @@ class BlockingGroup:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def wake(self) -> None:
+        """Nothing to wake: the next ``poll`` runs the step."""
+
     def step(self) -> None:
         """The consumer's part of ``poll``: regex check, rebalance, auto-commit."""
         if self.member.subscribed and self._thread is None:

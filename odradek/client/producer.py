@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any
 
 from odradek.client import column_send
@@ -44,7 +46,8 @@ from odradek.client.blocking_connection import BlockingConnection
 from odradek.client.drivers import blocking_face
 from odradek.client.errors import KafkaError, KafkaTimeoutError
 from odradek.client.futures import FailedFuture, RecordFuture, record_future
-from odradek.client.producer_core import Headers, ProducerCore
+from odradek.client.ops import Op
+from odradek.client.producer_core import Placed, ProducerCore
 from odradek.client.record_buffer import TailAppender
 
 __all__ = ["Producer"]
@@ -73,7 +76,7 @@ class Producer(ProducerCore):
         self._append_lock = threading.Lock()
         # send()'s lock-free path (client.record_buffer); closed when the producer closes
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, RecordFuture)
-        self._tail_append = self._appender.append
+        self._tail_append = self._appender.append  # send()'s call into the C record buffer
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0
@@ -83,37 +86,13 @@ class Producer(ProducerCore):
         self._sender.start()
 
     # -- send --------------------------------------------------------------------------------
-    def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Headers = None,
-    ) -> Future[Any]:
-        """Queue one record; returns a Future of its :class:`RecordMetadata`."""
-        if key is None and partition is None and timestamp_ms is None and headers is None:
-            future = self._tail_append(topic, value)  # TailAppender.append: lock-free, in C
-            if future is not None:
-                return future  # type: ignore[no-any-return]
-        placed = self._client.run(
-            self._place_op(topic, value, key, partition, timestamp_ms, headers)
-        )
+    def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> Future[Any]:
+        placed = self._client.run(place)
         if isinstance(placed, KafkaError):
             return FailedFuture(placed)
-        # a null-key record for the sticky partition may open the topic's tail batch
-        tail = partition is None and key is None and self._partitioner.kind == "default"
-        acc = self._acc
         while True:
-            if acc.buffered_bytes >= self.config.buffer_memory:
-                with self._lock:
-                    self._wait_for_memory()
-            with self._append_lock:
-                if self._closing:
-                    raise KafkaError("producer is closed")
-                added = acc.add(*placed, _monotonic(), tail)
+            with self._appending():
+                added = self._acc.add(*placed, _monotonic(), tail)
             if added is not None:
                 break
             time.sleep(0)  # another thread holds the tail for a moment: let it finish
@@ -122,6 +101,18 @@ class Producer(ProducerCore):
             with self._lock:
                 self._wake.notify()
         return record_future(batch, index)
+
+    @contextmanager
+    def _appending(self) -> Iterator[None]:
+        """Wait while ``buffer_memory`` is full (up to ``max_block_ms``), then hold the
+        append lock; raises :class:`KafkaError` once the producer is closing."""
+        if self._acc.buffered_bytes >= self.config.buffer_memory:
+            with self._lock:
+                self._wait_for_memory()
+        with self._append_lock:
+            if self._closing:
+                raise KafkaError("producer is closed")
+            yield
 
     send_columns = column_send.send_columns
 

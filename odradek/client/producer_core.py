@@ -192,6 +192,7 @@ class ProducerCore:
             options["max_in_flight"] = options.pop("max_in_flight_requests_per_connection")
         self.config = cfg = ProducerConfig(bootstrap_servers=bootstrap_servers, **options)
         self._partitioner = Partitioner(cfg.partitioner)
+        self._sticky = self._partitioner.kind == "default"  # null keys: one partition a batch
         self._client = self._io = self._client_type(config=cfg)
         # a batch (61-byte header + records) never exceeds max_request_size
         self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
@@ -205,6 +206,44 @@ class ProducerCore:
             on_batch_closed=self._on_batch_closed,
         )
         self._init_face()
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers = None,
+    ) -> Any:
+        """Queue one record for ``topic``. The blocking producer returns a
+        ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
+        an awaitable: ``await producer.send(...)`` queues the record and gives a
+        :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
+
+        ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
+        ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
+        bytes-like or ``None``, :class:`KafkaError` if the producer is closed (or, async, not
+        started); every other error is the record's delivery result (see the class doc)."""
+        if key is None and partition is None and timestamp_ms is None and headers is None:
+            delivery = self._tail_append(topic, value)
+            if delivery is not None:
+                return delivery
+        place = self._place_op(topic, value, key, partition, timestamp_ms, headers)
+        return self._queue(place, self._sticky and partition is None and key is None)
+
+    @staticmethod
+    def _tail_append(topic: str, value: Any) -> Any:
+        """The lock-free append of a null-key record to its topic's tail batch, or ``None``
+        (the usual path). The blocking producer's is ``TailAppender.append``, the C record
+        buffer (:mod:`odradek.client.record_buffer`)."""
+        return None
+
+    def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> Any:
+        """The face's way of running ``place`` and adding the record to the accumulator
+        (``tail``: it may open its topic's lock-free tail batch)."""
+        raise NotImplementedError
 
     def _init_face(self) -> None:
         """The face's own state (threads, locks, events), set up last."""
