@@ -202,13 +202,25 @@ class Accumulator:
                 self.close(batch)
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
             fresh = True
-            owned = tail and value is not None and not headers and topic not in self.tail_of
+        if tail and not owned and value is not None and not headers:
+            owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
                 self.make_tail(batch)
         index = self.append(batch, key, value, timestamp_ms, headers)
         if owned:
             self.tails[topic] = batch
         return batch, index, fresh
+
+    def retire_full_tail(self, topic: str, size: int) -> bool:
+        """Close ``topic``'s tail batch if a record of ``size`` no longer fits it (so the
+        sticky partition moves on before the record is placed); whether it did."""
+        batch = self.tail_of.get(topic)
+        if batch is None or batch.size_bytes + size <= self.batch_size:
+            return False
+        if not self.own_tail(batch):
+            return False  # held by a lock-free append: it will be found full again
+        self.close(batch)
+        return True
 
     def add_columns(
         self,

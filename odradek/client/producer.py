@@ -90,9 +90,17 @@ class Producer(ProducerCore):
         placed = self._client.run(place)
         if isinstance(placed, KafkaError):
             return FailedFuture(placed)
+        acc = self._acc
         while True:
             with self._appending():
-                added = self._acc.add(*placed, _monotonic(), tail)
+                if tail and acc.retire_full_tail(placed[0], placed[-1]):  # KIP-480: a new batch
+                    count = self._partition_counts[placed[0]]  # goes to the new sticky choice
+                    placed = (
+                        placed[0],
+                        self._partitioner.partition(placed[0], None, count),
+                        *placed[2:],
+                    )
+                added = acc.add(*placed, _monotonic(), tail)
             if added is not None:
                 break
             time.sleep(0)  # another thread holds the tail for a moment: let it finish

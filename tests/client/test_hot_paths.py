@@ -198,3 +198,26 @@ def test_send_is_the_class_method_and_appends_null_key_records_to_the_tail(boots
         assert [f.result(timeout=10).offset for f in futures] == [0, 1, 2, 3]
         counting.send("t-sub", b"v").result(timeout=10)
         assert counting.calls == 1
+
+
+def test_a_full_tail_batch_is_replaced_by_one_on_the_next_sticky_partition(bootstrap: str) -> None:
+    # 10 records of 100 bytes fill a batch (136 estimated bytes each): a full tail must be
+    # closed by the next record and a new tail opened, on the sticky partition it moved to,
+    # so only the record after each full batch leaves the lock-free path
+    Admin(bootstrap).create_topics([NewTopic("t-full-tail", 3)])
+    with Producer(bootstrap, batch_size=1360, linger_ms=60_000) as producer:
+        declined = 0
+        append = producer._tail_append
+
+        def spy(topic: str, value: bytes) -> Any:
+            nonlocal declined
+            future = append(topic, value)
+            declined += future is None
+            return future
+
+        producer._tail_append = spy  # type: ignore[method-assign]
+        futures = [producer.send("t-full-tail", bytes(100)) for _ in range(1000)]
+        producer.flush(timeout=10)
+        assert declined <= 1000 // 10 + 2
+        partitions = {f.result(timeout=10).partition for f in futures}
+        assert len(partitions) > 1  # the sticky partition moved on (KIP-480)
