@@ -49,6 +49,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
+        self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._consumed, self._kick, self._fetcher.errors)
@@ -129,32 +130,51 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
 
     # -- fetching ----------------------------------------------------------------------------
     async def _fetch_loop(self) -> None:
+        """Sends a Fetch, in a task of its own, whenever partitions need data (several may be
+        in flight, for different partitions: see :mod:`odradek.client.fetcher`)."""
         fetcher = self._fetcher
-        failures = 0
+        assert self._tg is not None and self._need_fetch is not None
         while True:
             try:
                 await self._client.run(core.resolve_positions_op(fetcher))
                 offsets = fetcher.fetchable()
-                if not offsets:
-                    assert self._need_fetch is not None
-                    await self._need_fetch.wait()
-                    self._need_fetch = anyio.Event()
-                    continue
-                fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options))
-                retry = fetcher.on_fetch(offsets, fetched)
             except KafkaError as exc:
-                if not exc.retriable:
-                    fetcher.report(exc)
-                retry = True
+                await self._failed(exc)
+                continue
+            if offsets:
+                fetcher.fetch_started(offsets)
+                self._tg.start_soon(self._fetch, offsets)
+                continue
+            await self._need_fetch.wait()
+            self._need_fetch = anyio.Event()
+
+    async def _fetch(self, offsets: dict[TopicPartition, int]) -> None:
+        fetcher = self._fetcher
+        try:
+            fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options))
+            retry = fetcher.on_fetch(offsets, fetched)
+        except KafkaError as exc:
+            retry = True
+            if not exc.retriable:
+                fetcher.report(exc)
+        self._notify_data()
+        if retry:  # the partitions are fetched again after the backoff
+            await self._failed(None)
+        else:
+            self._failures = 0
+        fetcher.fetch_ended(offsets)
+        self._kick()
+
+    async def _failed(self, error: KafkaError | None) -> None:
+        """Report a non-retriable ``error`` to the next ``getmany`` and back off."""
+        if error is not None and not error.retriable:
+            self._fetcher.report(error)
             self._notify_data()
-            if retry:
-                delay = backoff_ms(
-                    failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
-                )
-                failures += 1
-                await anyio.sleep(delay / 1000)
-            else:
-                failures = 0
+        delay_ms = backoff_ms(
+            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+        )
+        self._failures += 1
+        await anyio.sleep(delay_ms / 1000)
 
     def _notify_data(self) -> None:
         if self._data is not None:

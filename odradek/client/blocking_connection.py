@@ -28,7 +28,12 @@ from odradek.protocol.frames import NATIVE_PREFACE, Buffer, byte_views, drop_sen
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
 _EMPTY = memoryview(b"")
-_RECV_BYTES = 1024 * 1024  # one reused receive buffer per connection (frames are copied out)
+_RECV_BYTES = 4 << 20  # one reused receive buffer per connection (frames are copied out)
+# Socket buffers that hold a whole Produce request or a large part of a Fetch response: each
+# blocking sendmsg/recv that returns must take the GIL back, and while another thread runs
+# Python that waits up to the switch interval (5 ms), so fewer, larger calls (the kernel
+# doubles these values; autotuning would start at 16 KiB / 128 KiB)
+_SOCKET_BUFFER_BYTES = 4 << 20
 _IOV_MAX = 512
 
 
@@ -47,6 +52,8 @@ class BlockingConnection:
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER_BYTES)
         sock.settimeout(None)
         try:  # the native protocol, not Kafka's, on this connection (protocol.frames)
             sock.sendall(NATIVE_PREFACE)

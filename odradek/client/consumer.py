@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import chain
 from typing import Any
 
@@ -45,7 +45,7 @@ class Consumer(core.ConsumerCore):
     _client_type = Client
 
     def _init_face(self) -> None:
-        self._in_flight: tuple[dict[TopicPartition, int], Future[Any]] | None = None
+        self._in_flight: list[tuple[dict[TopicPartition, int], Future[Any]]] = []
         self._not_before_s = 0.0  # fetch backoff after a retriable error
         self._failures = 0
         # records drained for iteration and the iterator handing them out (its length hint is
@@ -105,23 +105,25 @@ class Consumer(core.ConsumerCore):
         while True:
             if self._group is not None:
                 self._group.step()
+            self._collect(0)
             fetcher.raise_errors()
             self._client.run(core.resolve_positions_op(fetcher))
             records = fetcher.drain(max_records)
-            if records:
-                self._prefetch()
-                return records
             self._prefetch()
+            if records:
+                return records
             remaining = deadline - _monotonic()
             if remaining <= 0:
                 return {}
-            if self._in_flight is None:
+            if not self._in_flight:
                 time.sleep(min(remaining, max(0.0, self._not_before_s - _monotonic()) or remaining))
                 continue
-            self._await_fetch(remaining)
+            self._collect(remaining)
 
     def _prefetch(self) -> None:
-        if self._in_flight is not None or _monotonic() < self._not_before_s:
+        """Send a Fetch for the partitions that need data now, if any (so several may be in
+        flight, each for other partitions: see :mod:`odradek.client.fetcher`)."""
+        if _monotonic() < self._not_before_s:
             return
         offsets = self._fetcher.fetchable()
         if not offsets:
@@ -133,24 +135,26 @@ class Consumer(core.ConsumerCore):
             self._backoff()
             return
         assert future is not None
-        self._in_flight = (offsets, future)
+        self._fetcher.fetch_started(offsets)
+        self._in_flight.append((offsets, future))
 
-    def _await_fetch(self, timeout_s: float) -> None:
-        assert self._in_flight is not None
-        offsets, future = self._in_flight
-        try:
-            response, tail = future.result(timeout_s)
-        except TimeoutError:
-            return
-        except KafkaError:
-            self._in_flight = None
-            self._backoff()
-            return
-        self._in_flight = None
-        if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
-            self._backoff()
-        else:
-            self._failures = 0
+    def _collect(self, timeout_s: float) -> None:
+        """Apply the answered Fetches, waiting up to ``timeout_s`` for one."""
+        if timeout_s > 0:
+            wait((future for _, future in self._in_flight), timeout_s, FIRST_COMPLETED)
+        for entry in [entry for entry in self._in_flight if entry[1].done()]:
+            self._in_flight.remove(entry)
+            offsets, future = entry
+            self._fetcher.fetch_ended(offsets)
+            try:
+                response, tail = future.result()
+            except KafkaError:
+                self._backoff()
+                continue
+            if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
+                self._backoff()
+            else:
+                self._failures = 0
 
     def _backoff(self) -> None:
         delay_ms = backoff_ms(

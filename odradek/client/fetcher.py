@@ -8,7 +8,10 @@ bytes of the last Fetch response. Invariants:
 1. A Fetch is built only for partitions with a position, no pending reset, and nothing left
    to decode (no buffer, or a buffer without a whole batch left: then the fetch starts where
    that buffer ends, while its decoded records are still handed out — the prefetch). At most
-   one prefetched buffer waits behind the current one (``next_buffers``).
+   one prefetched buffer waits behind the current one (``next_buffers``), and at most one
+   Fetch is in flight per partition (``in_flight``: a face may have several Fetches in
+   flight, for different partitions, so that partitions drained early are fetched again
+   while the others are still being handed out).
 2. A response is applied only to partitions still assigned whose fetch offset (rule 1) equals
    the offset the request asked for (a ``seek`` or reassignment while the fetch was in flight
    makes the data stale: it is dropped).
@@ -58,6 +61,8 @@ class Fetcher:
         self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
         self.errors: list[KafkaError] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
+        # partition -> the offsets of the Fetch in flight for it (see fetch_started)
+        self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -82,6 +87,7 @@ class Fetcher:
         return tp
 
     def _drop(self, tp: TopicPartition) -> None:
+        self.in_flight.pop(tp, None)  # its answer, if any, will be stale (invariant 2)
         self.buffers.pop(tp, None)
         self.next_buffers.pop(tp, None)
         self.pending_records.pop(tp, None)
@@ -121,8 +127,9 @@ class Fetcher:
         buffered, or a buffer with no whole batch left to decode (prefetch: the records
         already decoded are still being handed out; the fetch starts after them)."""
         out = {}
+        in_flight = self.in_flight
         for tp, pos in self.positions.items():
-            if pos is None or tp in self.resets or tp in self.next_buffers:
+            if pos is None or tp in self.resets or tp in self.next_buffers or tp in in_flight:
                 continue
             offset = self._fetch_offset(tp, pos)
             if offset is not None:
@@ -134,6 +141,18 @@ class Fetcher:
         if cursor is not None:
             return cursor.position if cursor.exhausted else None
         return None if tp in self.pending_records else position
+
+    def fetch_started(self, offsets: dict[TopicPartition, int]) -> None:
+        """A Fetch for ``offsets`` (from :meth:`fetchable`) was sent: its partitions are not
+        fetchable until :meth:`fetch_ended` with the same dict."""
+        self.in_flight.update(dict.fromkeys(offsets, offsets))
+
+    def fetch_ended(self, offsets: dict[TopicPartition, int]) -> None:
+        """The Fetch for ``offsets`` was answered (and applied) or failed."""
+        in_flight = self.in_flight
+        for tp in offsets:
+            if in_flight.get(tp) is offsets:
+                del in_flight[tp]
 
     def on_fetch(
         self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]
