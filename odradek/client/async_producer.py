@@ -12,6 +12,7 @@ of its own (up to ``max_in_flight_requests_per_connection``). The task group is 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -47,8 +48,15 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
     """
 
     _client_type = AsyncClient
+    _delivery_type = DeliveryHandle
+
+    @functools.wraps(ProducerCore.send)
+    async def send(self, *args: Any, **kwargs: Any) -> DeliveryHandle:
+        delivery = ProducerCore.send(self, *args, **kwargs)  # a handle, or _queue's coroutine
+        return delivery if type(delivery) is DeliveryHandle else await delivery
 
     def _init_face(self) -> None:
+        self._appender.closed = True  # until started: every send takes _queue (and raises)
         self._in_flight: list[list[Batch]] = []
         self._flushing = 0
         self._closing = False
@@ -66,6 +74,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             await self._client.connection()  # fail fast if no broker answers
             self._wake = anyio.Event()
             self._progress = anyio.Event()
+            self._appender.closed = False
             body_error = None
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -76,6 +85,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     body_error = exc
                 finally:
                     self._closing = True
+                    self._appender.closed = True
                     self._notify()
             if body_error is not None:
                 raise body_error
@@ -107,8 +117,8 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     assert self._progress is not None
                     self._notify()
                     await self._progress.wait()
-        added = acc.add(*placed, _monotonic())  # no tails here: never held by another thread
-        assert added is not None
+        added = self._add(placed, tail, _monotonic())
+        assert added is not None  # one thread: a tail is never held by another
         batch, index, fresh = added
         if fresh:
             self._notify()  # the sender's wake-up time changed

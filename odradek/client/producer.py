@@ -48,7 +48,6 @@ from odradek.client.errors import KafkaError, KafkaTimeoutError
 from odradek.client.futures import FailedFuture, RecordFuture, record_future
 from odradek.client.ops import Op
 from odradek.client.producer_core import Placed, ProducerCore
-from odradek.client.record_buffer import TailAppender
 
 __all__ = ["Producer"]
 
@@ -67,6 +66,7 @@ class Producer(ProducerCore):
     """
 
     _client_type = Client
+    _delivery_type = RecordFuture
 
     def _init_face(self) -> None:
         self._lock = threading.Lock()
@@ -74,9 +74,6 @@ class Producer(ProducerCore):
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
-        # send()'s lock-free path (client.record_buffer); closed when the producer closes
-        self._appender = TailAppender(self._acc.tails, self._acc.batch_size, RecordFuture)
-        self._tail_append = self._appender.append  # send()'s call into the C record buffer
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0
@@ -90,17 +87,9 @@ class Producer(ProducerCore):
         placed = self._client.run(place)
         if isinstance(placed, KafkaError):
             return FailedFuture(placed)
-        acc = self._acc
         while True:
             with self._appending():
-                if tail and acc.retire_full_tail(placed[0], placed[-1]):  # KIP-480: a new batch
-                    count = self._partition_counts[placed[0]]  # goes to the new sticky choice
-                    placed = (
-                        placed[0],
-                        self._partitioner.partition(placed[0], None, count),
-                        *placed[2:],
-                    )
-                added = acc.add(*placed, _monotonic(), tail)
+                added = self._add(placed, tail, _monotonic())
             if added is not None:
                 break
             time.sleep(0)  # another thread holds the tail for a moment: let it finish

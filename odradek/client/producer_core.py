@@ -16,7 +16,7 @@ from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaError, for_code
 from odradek.client.ops import Op, build_produce, metadata_op
 from odradek.client.partitioner import Partitioner
-from odradek.client.record_buffer import record_size
+from odradek.client.record_buffer import TailAppender, record_size
 from odradek.client.types import TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
@@ -185,6 +185,7 @@ class ProducerCore:
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
+    _delivery_type: type  # what send() returns per record: RecordFuture or DeliveryHandle
 
     @options_of(ProducerConfig)
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
@@ -205,6 +206,11 @@ class ProducerCore:
             compression=cfg.compression_type,
             on_batch_closed=self._on_batch_closed,
         )
+        # send()'s lock-free path into the C record buffer (client.record_buffer): appends a
+        # null-key record to its topic's tail batch and returns the face's delivery object;
+        # closed (every record takes the face's _queue) while the producer does not run
+        self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
+        self._tail_append = self._appender.append
         self._init_face()
 
     def send(
@@ -227,18 +233,21 @@ class ProducerCore:
         bytes-like or ``None``, :class:`KafkaError` if the producer is closed (or, async, not
         started); every other error is the record's delivery result (see the class doc)."""
         if key is None and partition is None and timestamp_ms is None and headers is None:
-            delivery = self._tail_append(topic, value)
+            delivery = self._tail_append(topic, value)  # TailAppender.append: C, lock-free
             if delivery is not None:
                 return delivery
         place = self._place_op(topic, value, key, partition, timestamp_ms, headers)
         return self._queue(place, self._sticky and partition is None and key is None)
 
-    @staticmethod
-    def _tail_append(topic: str, value: Any) -> Any:
-        """The lock-free append of a null-key record to its topic's tail batch, or ``None``
-        (the usual path). The blocking producer's is ``TailAppender.append``, the C record
-        buffer (:mod:`odradek.client.record_buffer`)."""
-        return None
+    def _add(self, placed: Placed, tail: bool, now_s: float) -> tuple[Batch, int, bool] | None:
+        """Add a placed record to the accumulator (see ``Accumulator.add``); for a record that
+        may go to its topic's tail (``tail``), a full tail is closed first and the record
+        goes to the sticky partition chosen then (KIP-480: a new batch, a new partition)."""
+        topic = placed[0]
+        if tail and self._acc.retire_full_tail(topic, placed[-1]):
+            count = self._partition_counts[topic]
+            placed = (topic, self._partitioner.partition(topic, None, count), *placed[2:])
+        return self._acc.add(*placed, now_s, tail)
 
     def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> Any:
         """The face's way of running ``place`` and adding the record to the accumulator
