@@ -336,9 +336,11 @@ class Accumulator:
             if batch.data is None:
                 batch.data = encode_batch(batch, self.compression)
 
-    def requeue(self, batches: list[Batch]) -> None:
-        """Put batches being retried back at the front, keeping their order."""
-        self.ready.extendleft(reversed(batches))
+    def settle(self, retry: list[Batch], freed_bytes: int) -> None:
+        """After a Produce answer: release the bytes of the batches that completed and put
+        those being retried back at the front of the ready queue, keeping their order."""
+        self.buffered_bytes -= freed_bytes
+        self.ready.extendleft(reversed(retry))
 
     def unfinished(self) -> list[Batch]:
         return [*self.open.values(), *self.ready]

@@ -173,10 +173,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         self._on_progress()
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        retry, freed = self._settle(batches, response, error, retry_ok=True)
-        self._acc.buffered_bytes -= freed
-        if retry:
-            self._acc.requeue(retry)
+        self._acc.settle(*self._settle(batches, response, error, retry_ok=True))
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

@@ -209,9 +209,6 @@ class Fetcher:
             self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
             self.positions[tp] = taken[0].offset
 
-    def has_data(self) -> bool:
-        return bool(self.pending_records) or bool(self.buffers) or bool(self.next_buffers)
-
     def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3)."""
         out: dict[TopicPartition, list[ConsumerRecord]] = {}

@@ -199,9 +199,7 @@ class Producer(ProducerCore):
         """Settle batches from a response (or a connection error); re-queue retriable ones."""
         retry, freed = self._settle(batches, response, error, retry_ok=not self._closed)
         with self._lock, self._append_lock:
-            self._acc.buffered_bytes -= freed
-            if retry:
-                self._acc.requeue(retry)
+            self._acc.settle(retry, freed)
             self._wake.notify_all()
 
     # -- flush / close -----------------------------------------------------------------------
