@@ -31,8 +31,8 @@ installed). Without either, the baseline rows are left out.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import site
 import subprocess
 import sys
 import time
@@ -90,18 +90,34 @@ class _Client:
         self.script = script
 
     def _run(self, *args: str) -> dict[str, float]:
+        """Run the client; its JSON summary, plus ``cpu_s``: the process's CPU time (user +
+        system, its own threads and children included)."""
+        before = os.times()
         done = subprocess.run(
             [self.python, *args], capture_output=True, text=True, cwd=self.cwd, check=False
         )
+        after = os.times()
         if done.returncode != 0:
             raise RuntimeError(f"{self.label}: {' '.join(args)} failed: {done.stderr[-2000:]}")
-        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+        summary: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+        summary["cpu_s"] = (after.children_user - before.children_user) + (
+            after.children_system - before.children_system
+        )
+        return summary
 
-    def perf(self, action: str, bootstrap: str, topic: str, params: Params, *extra: str) -> float:
+    def start_cpu_s(self) -> float:
+        """The CPU time of starting a client process that imports the client and does
+        nothing (subtracted from each run's)."""
+        code = "import json, anyio, odradek.client; print(json.dumps({}))"
+        return min(self._run("-c", code)["cpu_s"] for _ in range(3))
+
+    def perf(
+        self, action: str, bootstrap: str, topic: str, params: Params, *extra: str
+    ) -> dict[str, float]:
         return self._run(
             "-m", "odradek.cli.main", "perf", action, "--bootstrap-server", bootstrap,
             "--topic", topic, "--num-records", str(params.num_records), "--json", *extra,
-        )["records_per_s"]  # fmt: skip
+        )  # fmt: skip
 
     def faces(self, command: str, bootstrap: str, topic: str, *args: object) -> dict[str, float]:
         return self._run(str(self.script), command, bootstrap, topic, *map(str, args))
@@ -124,6 +140,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     ).start()
     bootstrap = broker.bootstrap
     samples: dict[str, list[float]] = defaultdict(list)
+    start_cpu_s = [client.start_cpu_s() for client in clients]
     try:
         for round_ in range(params.repeats):
             say(f"round {round_ + 1}/{params.repeats}")
@@ -133,16 +150,19 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
             samples["raw produce"].append(records / watch.seconds)
             for i, client in enumerate(clients):
                 topic = f"c{i}-{round_}"
-                samples[f"{i} Producer"].append(client.perf("produce", bootstrap, topic, params))
-                samples[f"{i} Consumer"].append(client.perf("consume", bootstrap, topic, params))
-                n, size = params.num_records, params.record_bytes
-                produced = client.faces("async-produce", bootstrap, f"{topic}-a", n, size)
-                samples[f"{i} AsyncProducer"].append(produced["records_per_s"])
-                consumed = client.faces("async-consume", bootstrap, f"{topic}-a", n)
-                samples[f"{i} AsyncConsumer"].append(consumed["records_per_s"])
-            samples["acks=all"].append(
-                clients[0].perf("produce", bootstrap, f"all-{round_}", params, "--acks", "all")
-            )
+                n, size, faces = params.num_records, params.record_bytes, client.faces
+                for face, summary in (
+                    ("Producer", client.perf("produce", bootstrap, topic, params)),
+                    ("Consumer", client.perf("consume", bootstrap, topic, params)),
+                    ("AsyncProducer", faces("async-produce", bootstrap, f"{topic}-a", n, size)),
+                    ("AsyncConsumer", faces("async-consume", bootstrap, f"{topic}-a", n)),
+                ):  # fmt: skip
+                    samples[f"{i} {face}"].append(summary["records_per_s"])
+                    cpu_ns = (summary["cpu_s"] - start_cpu_s[i]) / n * 1e9
+                    samples[f"{i} {face} cpu"].append(cpu_ns)
+            all_topic = f"all-{round_}"
+            acks_all = clients[0].perf("produce", bootstrap, all_topic, params, "--acks", "all")
+            samples["acks=all"].append(acks_all["records_per_s"])
             with Stopwatch() as watch:
                 read_partition(broker.port, f"raw-{round_}", records, 8 << 20)  # type: ignore[arg-type]
             samples["raw fetch"].append(records / watch.seconds)
@@ -192,6 +212,14 @@ def _figures(
         add(face, median(ours), "records/s", samples=ours, note=note,
             baseline=f"{face} ({base})" if base else None)  # fmt: skip
         add(f"{face} ÷ target", median(ours), "records/s", baseline=target)
+    for face in ("Producer", "AsyncProducer", "Consumer", "AsyncConsumer"):
+        name = f"{face}, CPU per record"
+        if base is not None:
+            add(f"{name} ({base})", median(samples[f"1 {face} cpu"]), "ns",
+                samples=samples[f"1 {face} cpu"], is_baseline=True)  # fmt: skip
+        add(name, median(samples[f"0 {face} cpu"]), "ns", samples=samples[f"0 {face} cpu"],
+            baseline=f"{name} ({base})" if base else None,
+            note="the client process's user + system time, its start-up taken off")  # fmt: skip
     add("Producer, acks=all", median(samples["acks=all"]), "records/s",
         baseline="Producer", samples=samples["acks=all"], note="fsync group commit")  # fmt: skip
     add("ApiVersions round trip, p50", median(pings_ms), "ms", is_baseline=True,
@@ -222,7 +250,10 @@ def _build(rev: str, worktree: Path, say: Say) -> str:
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
-    Path(purelib, "zz_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    # this interpreter's dependencies, wherever they come from (a .pth names directories;
+    # their own .pth files, this checkout's editable odradek among them, are not read)
+    deps = [p for p in sys.path if Path(p).name == "site-packages"]
+    Path(purelib, "zz_dependencies.pth").write_text("\n".join(deps) + "\n")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
          "--no-deps", "-e", str(worktree)],
