@@ -136,7 +136,8 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         assert self._tg is not None and self._need_fetch is not None
         while True:
             try:
-                await self._client.run(core.resolve_positions_op(fetcher))
+                if fetcher.positions_unknown():
+                    await self._client.run(core.resolve_positions_op(fetcher))
                 offsets = fetcher.fetchable()
             except KafkaError as exc:
                 await self._failed(exc)
@@ -190,10 +191,12 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             raise KafkaError("consumer is not started")
         self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
+        fetcher = self._fetcher
         while True:
-            self._fetcher.raise_errors()
-            records = self._fetcher.drain(max_records or self.max_poll_records)
-            self._kick()
+            fetcher.raise_errors()
+            records = fetcher.drain(max_records or self.max_poll_records)
+            if fetcher.positions_unknown() or fetcher.fetchable():
+                self._kick()  # the fetch task sends what the drain made room for
             if records:
                 return records
             remaining = deadline - time.monotonic()

@@ -107,7 +107,8 @@ class Consumer(core.ConsumerCore):
                 self._group.step()
             self._collect(0)
             fetcher.raise_errors()
-            self._client.run(core.resolve_positions_op(fetcher))
+            if fetcher.positions_unknown():
+                self._client.run(core.resolve_positions_op(fetcher))
             records = fetcher.drain(max_records)
             self._prefetch()
             if records:

@@ -117,6 +117,11 @@ class Fetcher:
                 del self.resets[tp]
                 self.positions[tp] = hit.offset
 
+    def positions_unknown(self) -> bool:
+        """Whether a partition waits for a reset or has no position (then the consumers run
+        ``resolve_positions_op`` before fetching)."""
+        return bool(self.resets) or None in self.positions.values()
+
     def missing_positions(self) -> list[TopicPartition]:
         """Partitions with no position and no reset policy (``auto_offset_reset="none"``)."""
         return [tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets]
