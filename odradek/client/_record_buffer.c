@@ -575,6 +575,8 @@ typedef struct {
     Py_ssize_t batch_offset; /* where its `_batch` and `_index` slots live in the object */
     Py_ssize_t index_offset;
     Py_ssize_t limit_bytes; /* a batch's size_bytes may not pass this */
+    PyObject *last_batch;   /* the batch appended to last, and its `records` (strong refs: */
+    PyObject *last_records; /* a batch's records never change, so the lookup is done once) */
     char closed;
 } TailAppender;
 
@@ -633,6 +635,8 @@ TailAppender_traverse(TailAppender *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->tails);
     Py_VISIT(self->future_type);
+    Py_VISIT(self->last_batch);
+    Py_VISIT(self->last_records);
     return 0;
 }
 
@@ -641,6 +645,8 @@ TailAppender_clear(TailAppender *self)
 {
     Py_CLEAR(self->tails);
     Py_CLEAR(self->future_type);
+    Py_CLEAR(self->last_batch);
+    Py_CLEAR(self->last_records);
     return 0;
 }
 
@@ -693,7 +699,8 @@ TailAppender_append(TailAppender *self, PyObject *const *args, Py_ssize_t nargs)
         }
         Py_RETURN_NONE; /* no tail, or another thread holds it */
     }
-    PyObject *records = PyObject_GetAttr(batch, str_records);
+    int cached = batch == self->last_batch;
+    PyObject *records = cached ? Py_NewRef(self->last_records) : PyObject_GetAttr(batch, str_records);
     if (records == NULL) {
         Py_DECREF(future);
         return NULL;
@@ -715,10 +722,20 @@ TailAppender_append(TailAppender *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(index);
         goto fail;
     }
-    Py_DECREF(records);
     /* the fresh object's slots are NULL: store the new references directly */
     *(PyObject **)((char *)future + self->batch_offset) = Py_NewRef(batch);
     *(PyObject **)((char *)future + self->index_offset) = index;
+    if (!cached) {
+        /* remember this batch; the previous one is let go last, once the append is whole
+         * (its release may run finalizers, hence Python code and other threads) */
+        PyObject *old_batch = self->last_batch, *old_records = self->last_records;
+        self->last_batch = Py_NewRef(batch);
+        self->last_records = records; /* takes our reference */
+        Py_XDECREF(old_batch);
+        Py_XDECREF(old_records);
+        return future;
+    }
+    Py_DECREF(records);
     return future;
 fail:
     Py_DECREF(records);
