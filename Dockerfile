@@ -17,7 +17,11 @@ RUN groupadd --system --gid 10001 odradek \
     && mkdir -p /var/lib/odradek/logs \
     && chown -R odradek:odradek /var/lib/odradek
 COPY --from=build /dist /tmp/dist
-RUN pip install --no-cache-dir /tmp/dist/odradek-*.whl && rm -rf /tmp/dist
+# with the console's extra: `docker compose exec odradek odradek console` (docs/console.md);
+# its versions are the wheel's own bounds (pyproject.toml), hence no pins here
+# hadolint ignore=DL3013
+RUN wheel="$(ls /tmp/dist/odradek-*.whl)" \
+    && pip install --no-cache-dir "${wheel}[console]" && rm -rf /tmp/dist
 COPY config/server.properties /etc/odradek/server.properties
 # Any broker key can be set as ODRADEK_<KEY> (upper case, dots to underscores).
 ENV ODRADEK_LOG_DIRS=/var/lib/odradek/logs \

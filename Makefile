@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# format("odradek-files"), the JVM reader: compiled against the venv's pyspark jars
+JAR := odradek/spark/jars/odradek-spark.jar
+JAVA_SOURCES := $(shell find odradek/spark/jvm -type f -not -path '*/__pycache__/*')
 
 .PHONY: install run test dist reliability lint format bench clean screenshots
 
-install: $(STAMP)
+install: $(STAMP) $(JAR)
 
 $(STAMP): pyproject.toml $(wildcard odradek/client/*.c odradek/spark/*.c protocol/*.c)
 	@command -v java >/dev/null 2>&1 || { \
@@ -27,12 +30,18 @@ $(STAMP): pyproject.toml $(wildcard odradek/client/*.c odradek/spark/*.c protoco
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+$(JAR): $(STAMP) $(JAVA_SOURCES)
+	@command -v javac >/dev/null 2>&1 || { \
+		echo "javac (a JDK 17, to build odradek-spark.jar) is missing: installing Debian's openjdk-17-jdk-headless"; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless; }
+	$(PY) odradek/spark/jvm/build_jar.py --require
+
 run: $(STAMP)
 	$(VENV)/bin/odradek serve --config config/server.properties
 
 # The second pytest run puts the compiled helpers' callers on their pure-Python paths
 # (protocol/native.py): the client, the broker's record validation and Produce decoding.
-test: $(STAMP)
+test: $(STAMP) $(JAR)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
@@ -41,17 +50,17 @@ test: $(STAMP)
 		tests/protocol/kafka/test_produce_native.py
 
 # The README's console screenshot (docs/console.png), taken by the console's browser tests.
-screenshots: $(STAMP)
+screenshots: $(STAMP) $(JAR)
 	ODRADEK_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/console/test_pages.py
 
 # The sdist and the wheel (built from the sdist), checked as a package index checks them.
-dist: $(STAMP)
+dist: $(STAMP) $(JAR)
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	$(VENV)/bin/twine check --strict dist/*
 
 # The long reliability runs (the fast part of each suite is in `make test`).
-reliability: $(STAMP) $(VENV)/.bench-installed
+reliability: $(STAMP) $(JAR) $(VENV)/.bench-installed
 	CHAOS_CYCLES=50 POWERCUT_CYCLES=250 $(PY) -m pytest -q tests/reliability
 	$(PY) -m bench --only soak
 
@@ -63,7 +72,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: $(STAMP) $(VENV)/.bench-installed
+bench: $(STAMP) $(JAR) $(VENV)/.bench-installed
 	$(PY) -m bench
 
 $(VENV)/.bench-installed: pyproject.toml $(STAMP)
@@ -71,4 +80,4 @@ $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 	touch $@
 
 clean:
-	rm -rf $(VENV) data dist .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) data dist .pytest_cache .hypothesis build *.egg-info odradek/spark/jars

@@ -46,6 +46,7 @@ BENCHMARKS = [
     "kafka",
     "metrics",
     "durability",
+    "security",
 ]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -28,8 +28,9 @@ the same way, as an application that wants throughput with acknowledged writes w
   ``--num-records`` records have arrived; value bytes are summed (so every value is touched)
   and checked against ``records x --record-size``. Timed from the assignment to the last
   record. ``confluent-consume`` calls ``consume(10000, 1.0)`` (``--config KEY=VALUE`` adds
-  librdkafka settings: the benchmark also runs it with ``fetch.queue.backoff.ms=1``, see
-  :mod:`bench.kafka`); ``kafka-python-consume``
+  librdkafka settings, to both confluent actions: the benchmark also runs it with
+  ``fetch.queue.backoff.ms=1``, see :mod:`bench.kafka`; :mod:`bench.security` passes TLS and
+  SASL settings); ``kafka-python-consume``
   ``poll(timeout_ms=1000, max_records=10000)``; ``aiokafka-consume``
   ``getmany(timeout_ms=1000, max_records=10000)``. A consumer that receives nothing for
   ``--idle-timeout-s`` fails.
@@ -113,6 +114,7 @@ def confluent_produce(args: argparse.Namespace) -> dict[str, object]:
             "enable.idempotence": False,
             "linger.ms": args.linger_ms,
             "on_delivery": on_delivery,
+            **dict(item.split("=", 1) for item in args.config),
         }
     )
     producer.list_topics(args.topic, timeout=10)  # connected, metadata known

@@ -21,6 +21,9 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
    * ``Python data source ceiling``: the same query on ``bench.spark_ceiling``, a Python data
      source that yields pre-built Arrow batches of the same schema and row count (no fetch,
      no decode): what Spark's Python Data Source path costs by itself.
+   * ``odradek-files read``: the same query through ``format("odradek-files")``, the JVM
+     reader of the log directories (odradek/spark/jvm), reading the running broker's
+     ``log.dirs`` (the topics are complete: nothing is appended during the reads).
    * ``odradek batch write``: ``write_records`` generated rows (``value`` = 100 random
      alphanumeric bytes, ``randstr``; ``write_partitions`` Spark tasks) with
      ``df.write.format("odradek").mode("append")`` into a new topic of ``partitions``
@@ -109,6 +112,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
                 )
                 runs[f"parquet read {query}"] = partial(bench.read_parquet, read_pq, records, query)
                 runs[f"ceiling read {query}"] = partial(bench.read_ceiling, records, query)
+                runs[f"files read {query}"] = partial(bench.read_files, read_topics, records, query)
             runs["odradek write"] = lambda: bench.write_odradek(params.write_records)
             runs["parquet write"] = lambda: bench.write_parquet(params.write_records)
             samples = interleaved(runs, params.repeats)
@@ -138,7 +142,12 @@ def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> l
         base = [records / s for s in samples[f"parquet read {query}"]]
         baseline = f"Parquet read, {query}"
         figures.add(baseline, median(base), "rows/s", samples=base, is_baseline=True)
-        for name, label in (("odradek", "odradek batch read"), ("ceiling", "ceiling read")):
+        labels = (
+            ("odradek", "odradek batch read"),
+            ("ceiling", "ceiling read"),
+            ("files", "odradek-files read"),
+        )
+        for name, label in labels:
             mine = [records / s for s in samples[f"{name} read {query}"]]
             figures.add(
                 f"{label}, {query}",
@@ -220,6 +229,17 @@ class _SparkBench:
     def read_parquet(self, path: Path, rows: int, query: str = "count") -> float:
         return self._query(self.spark.read.parquet(str(path)), rows, query, query)
 
+    def _files_df(self, topics: list[str]) -> Any:
+        return (
+            self.spark.read.format("odradek-files")
+            .option("log.dirs", str(self.scratch / "logs"))
+            .option("subscribe", ",".join(topics))
+            .load()
+        )
+
+    def read_files(self, topics: list[str], rows: int, query: str = "count") -> float:
+        return self._query(self._files_df(topics), rows, query, query)
+
     def read_ceiling(self, rows: int, query: str = "count") -> float:
         df = (
             self.spark.read.format("odradek-ceiling")
@@ -291,6 +311,7 @@ class _SparkBench:
         for query in QUERIES:
             self._query(self._odradek_df([self._last_topic]), rows, query, None)
             self.read_ceiling(rows, query)
+            self._query(self._files_df([self._last_topic]), rows, query, None)
         path = self.scratch / "warm-up.parquet"
         self.write_parquet(rows, path=path)
         # (value only: the "all" query is warmed on the read baseline's copy, when it is made)

@@ -1,5 +1,5 @@
-"""Spark batch read of the log directories themselves (``option("log.dirs", ...)``) against
-Parquet, same session, same rows.
+"""Spark batch read of the log directories themselves (``format("odradek-files")``, the JVM
+reader of odradek/spark/jvm) against Parquet, same session, same rows.
 
 One broker process fills the topics, then stops cleanly (the read needs no broker), and one
 local Spark session (``local[2]``, the session of the Spark tests, docs/spark.md) reads:
@@ -7,6 +7,10 @@ local Spark session (``local[2]``, the session of the Spark tests, docs/spark.md
 1. Fill: ``partitions`` one-partition topics with ``read_records`` 100-byte random values in
    all, pre-built 16 KiB batches over the native protocol (``bench.spark._fill``, the broker
    read benchmark's fill), into the shipped config's 1 GiB segments; then the broker stops.
+   That fill cycles through 16 distinct batches, so its ~2,300 distinct values repeat and
+   Parquet dictionary-encodes them (its copy is a small fraction of the segments' size).
+   ``--set distinct_values=true`` fills with a fresh random value for every record instead
+   (a Parquet copy as large as the segments), built batch by batch as it is sent.
 2. The Parquet baseline's file (untimed): the topics read from ``log.dirs`` and written to
    Parquet with every column, so both reads see the same rows and columns.
 3. One untimed round (Python worker start-up, JIT, page cache), then ``repeats`` interleaved
@@ -18,8 +22,9 @@ local Spark session (``local[2]``, the session of the Spark tests, docs/spark.md
      ``max(timestamp)``, ``sum(timestampType)``), so each one is materialised; checked against
      the Parquet answer.
 
-The file-backed read plans one task per 128 MiB of segment (``maxPartitionBytes``); every task
-decodes through :func:`odradek.spark.decode.decode_fetch`, so a faster decoder shows here.
+The file-backed read plans one task per 128 MiB of segment (``maxPartitionBytes``); each task
+reads its bytes sequentially and decodes them into Spark column vectors in the JVM
+(``RangeReader``); ``count(*)`` prunes every column, so the count query decodes only ``value``.
 Rows/s = rows / seconds of the action; medians of the repeats; ratio = log.dirs / Parquet.
 """
 
@@ -34,11 +39,13 @@ from typing import Any
 from bench.common import Figure, Figures, Stopwatch, interleaved, median
 from bench.spark import _NO_PROGRESS_BARS, VALUE_BYTES, _fill
 from bench.spark import Params as BrokerParams
+from bench.storage import NOW_MS, build_batches
+from bench.storage import Params as StorageParams
 from tests.broker_process import BrokerProcess
 
 __all__ = ["TITLE", "Params", "run"]
 
-TITLE = "Spark batch read of log.dirs (no broker) against Parquet (rows/s)"
+TITLE = "Spark batch read of log.dirs (odradek-files, no broker) against Parquet (rows/s)"
 QUERIES = ("count + sum(length(value))", "all columns")
 
 Say = Callable[[str], None]
@@ -50,6 +57,7 @@ class Params:
     partitions: int = 4  # one-partition topics
     max_partition_bytes: int = 128 << 20  # the reader's maxPartitionBytes option
     repeats: int = 3
+    distinct_values: bool = False  # every value random (else the shared fill's repeating ones)
 
     @classmethod
     def quick(cls) -> Params:
@@ -64,7 +72,10 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
         fill = BrokerParams(read_records=params.read_records, partitions=params.partitions)
-        topics, records = _fill(broker, fill)
+        if params.distinct_values:
+            topics, records = _fill_distinct(broker, fill)
+        else:
+            topics, records = _fill(broker, fill)
     finally:
         broker.stop()
     say(f"{sum(f.stat().st_size for f in logs.rglob('*.log')) / 1e9:.2f} GB of segments")
@@ -85,6 +96,35 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     return _figures(params, records, samples)
 
 
+def _fill_distinct(broker: BrokerProcess, params: BrokerParams) -> tuple[list[str], int]:
+    """``bench.spark._fill``'s topics and batch size, but every value drawn afresh."""
+    import random
+
+    from bench.fetch import produce_batches
+    from odradek.protocol.records import encode_batch
+    from tests.broker.wire import Wire
+
+    _, per_batch = build_batches(StorageParams(value_bytes=VALUE_BYTES))
+    per_topic = -(-params.read_records // (per_batch * params.partitions))
+    rng = random.Random(1)
+    topics = [f"spark-read-{i}" for i in range(params.partitions)]
+    with Wire(broker.port) as wire:  # type: ignore[arg-type]
+        for topic in topics:
+            wire.create_topic(topic, partitions=1)
+            for first in range(0, per_topic, 64):
+                batches = [
+                    encode_batch(_records(rng, per_batch))
+                    for _ in range(min(64, per_topic - first))
+                ]
+                produce_batches(wire, topic, batches, len(batches), pipeline=8)
+    return topics, per_topic * per_batch * params.partitions
+
+
+def _records(rng: Any, count: int) -> list[tuple[None, bytes, int]]:
+    blob = rng.randbytes(VALUE_BYTES * count)
+    return [(None, blob[i * VALUE_BYTES : (i + 1) * VALUE_BYTES], NOW_MS) for i in range(count)]
+
+
 def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> list[Figure]:
     figures = Figures()
     for query in QUERIES:
@@ -93,12 +133,13 @@ def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> l
         baseline = f"Parquet read, {query}"
         figures.add(baseline, median(base), "rows/s", samples=base, is_baseline=True)
         figures.add(
-            f"log.dirs read, {query}",
+            f"odradek-files read, {query}",
             median(mine),
             "rows/s",
             baseline=baseline,
             samples=mine,
-            note=f"{records:,} x {VALUE_BYTES} B, {params.partitions} partitions, stopped broker",
+            note=f"{records:,} x {VALUE_BYTES} B, {params.partitions} partitions, stopped broker"
+            + (", every value distinct" if params.distinct_values else ", ~2,300 distinct values"),
         )
     return figures.items
 
@@ -114,7 +155,7 @@ class _FilesBench:
 
     def files(self) -> Any:
         return (
-            self.spark.read.format("odradek")
+            self.spark.read.format("odradek-files")
             .option("log.dirs", str(self.logs))
             .option("subscribe", ",".join(self.topics))
             .option("maxPartitionBytes", str(self.params.max_partition_bytes))

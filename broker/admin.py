@@ -1,5 +1,6 @@
 """Handlers for the metadata and admin APIs: ApiVersions, Metadata, Create/DeleteTopics,
-CreatePartitions, DescribeConfigs, (incremental) AlterConfigs and DescribeLogDirs.
+CreatePartitions and DescribeLogDirs; DescribeConfigs and (incremental) AlterConfigs are in the
+base class, :class:`odradek.broker.configs_api.ConfigsApi`.
 
 Topic creation and deletion touch the filesystem (mkdir, fsync, rmtree): they run in a worker
 thread under the broker's admin lock, so the event loop keeps serving produce and fetch.
@@ -16,12 +17,14 @@ from collections import Counter
 import anyio
 import anyio.to_thread
 
-from odradek.broker.config import EMBEDDED_DEFAULTS
+from odradek.broker.configs_api import ConfigsApi
 from odradek.broker.context import BrokerContext
 from odradek.broker.errors import error_code_for
+from odradek.broker.listeners import Listener
+from odradek.broker.security.authorizer import allowed
 from odradek.protocol import messages as m
+from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
-from odradek.storage.config import CONFIG_KEYS
 from odradek.storage.errors import (
     InvalidTopicError,
     PartitionLimitError,
@@ -33,15 +36,17 @@ from odradek.storage.topics import INTERNAL_TOPICS, is_internal, validate_topic_
 
 __all__ = ["AdminApi"]
 
+TOPIC, DESCRIBE = ResourceType.TOPIC, Operation.DESCRIBE
+
 
 # What a topic's Metadata answer is built from: its id, its partition count, and how many dirs
 # and partitions are offline (they only ever go offline while the broker runs).
 _TopicKey = tuple[str, int, int, int]
 
 
-class AdminApi:
+class AdminApi(ConfigsApi):
     def __init__(self, ctx: BrokerContext) -> None:
-        self.ctx = ctx
+        super().__init__(ctx)
         self._described: dict[str, tuple[_TopicKey, m.MetadataTopic]] = {}
 
     async def api_versions(self, req: m.ApiVersionsRequest) -> m.ApiVersionsResponse:
@@ -51,22 +56,29 @@ class AdminApi:
 
     # -- Metadata --------------------------------------------------------------------------
 
-    async def metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
+    async def metadata(
+        self, req: m.MetadataRequest, listener: Listener | None = None
+    ) -> m.MetadataResponse:
         ctx = self.ctx
         manager = ctx.manager
-        if req.topics is None:
-            names = sorted(manager.topics)
+        if req.topics is None:  # every topic the caller may describe (ACLs), no error
+            names = [n for n in sorted(manager.topics) if allowed(DESCRIBE, TOPIC, n)]
         else:
             names = list(dict.fromkeys(req.topics))
             auto = req.allow_auto_topic_creation and ctx.config["auto.create.topics.enable"]
-            missing = [n for n in names if n not in manager.topics]
+            missing = [n for n in names if n not in manager.topics and _may_create(n)]
             if auto and missing:
                 await self._auto_create(missing)
         counts = self._partition_counts()
-        topics = [self._describe_topic(name, counts) for name in names]
+        topics = [
+            self._describe_topic(name, counts)
+            if allowed(DESCRIBE, TOPIC, name)
+            else m.MetadataTopic(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for name in names
+        ]
         if len(self._described) > 2 * len(manager.topics) + 64:  # drop deleted topics' entries
             self._described = {n: v for n, v in self._described.items() if n in manager.topics}
-        listener = ctx.advertised_listener
+        listener = listener or ctx.advertised_listener  # the one the client came in on
         return m.MetadataResponse(
             correlation_id=req.correlation_id,
             brokers=[m.MetadataBroker(node_id=ctx.node_id, host=listener.host, port=listener.port)],
@@ -165,7 +177,9 @@ class AdminApi:
             result = m.CreatableTopicResult(name=topic.name, num_partitions=partitions)
             try:
                 validate_topic_name(topic.name)
-                if is_internal(topic.name):  # its layout places the groups: the broker's to make
+                if not _may_create(topic.name):
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif is_internal(topic.name):  # its layout places the groups: the broker's
                     result.error_code = ErrorCode.INVALID_REQUEST
                     result.error_message = f"Internal topic {topic.name} is created by the broker"
                 elif partitions < 1:
@@ -201,7 +215,9 @@ class AdminApi:
         results = []
         for name in req.topic_names:
             result = m.DeletableTopicResult(name=name)
-            if not self.ctx.config["delete.topic.enable"]:
+            if not allowed(Operation.DELETE, TOPIC, name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not self.ctx.config["delete.topic.enable"]:
                 result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
             elif is_internal(name):  # Kafka leaves this to its tools; a broker must refuse it
                 result.error_code = ErrorCode.INVALID_REQUEST
@@ -230,7 +246,9 @@ class AdminApi:
         for topic in req.topics:
             result = m.CreatePartitionsTopicResult(name=topic.name)
             current = manager.partition_count(topic.name)
-            if topic.name not in manager.topics:
+            if not allowed(Operation.ALTER, TOPIC, topic.name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif topic.name not in manager.topics:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):  # more partitions would move every group's offsets
                 result.error_code = ErrorCode.INVALID_REQUEST
@@ -261,139 +279,6 @@ class AdminApi:
             results.append(result)
         return m.CreatePartitionsResponse(correlation_id=req.correlation_id, results=results)
 
-    # -- configs ---------------------------------------------------------------------------
-
-    async def describe_configs(self, req: m.DescribeConfigsRequest) -> m.DescribeConfigsResponse:
-        results = []
-        for res in req.resources:
-            result = m.DescribeConfigsResult(
-                resource_type=res.resource_type, resource_name=res.resource_name
-            )
-            if res.resource_type == m.ConfigResourceType.TOPIC:
-                self._describe_topic_configs(res, result)
-            elif res.resource_type == m.ConfigResourceType.BROKER:
-                self._describe_broker_configs(res, result)
-            else:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"unknown resource type {res.resource_type}"
-            results.append(result)
-        return m.DescribeConfigsResponse(correlation_id=req.correlation_id, results=results)
-
-    def _describe_topic_configs(
-        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
-    ) -> None:
-        metadata = self.ctx.manager.topics.get(res.resource_name)
-        if metadata is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            result.error_message = f"unknown topic {res.resource_name!r}"
-            return
-        effective = self.ctx.manager.effective_config(res.resource_name).to_kafka()
-        broker_sources = self.ctx.config.sources
-        for name, value in effective.items():
-            if res.configuration_keys is not None and name not in res.configuration_keys:
-                continue
-            if name in metadata.configs:
-                source = m.ConfigSource.DYNAMIC_TOPIC_CONFIG
-            elif any(
-                broker_sources.get(key, EMBEDDED_DEFAULTS) != EMBEDDED_DEFAULTS
-                for key in CONFIG_KEYS[name].broker_keys
-            ):
-                source = m.ConfigSource.STATIC_BROKER_CONFIG
-            else:
-                source = m.ConfigSource.DEFAULT_CONFIG
-            result.configs.append(
-                m.DescribeConfigsEntry(
-                    name=name,
-                    value=value,
-                    config_source=source,
-                    is_default=source == m.ConfigSource.DEFAULT_CONFIG,
-                )
-            )
-
-    def _describe_broker_configs(
-        self, res: m.DescribeConfigsResource, result: m.DescribeConfigsResult
-    ) -> None:
-        if res.resource_name not in ("", str(self.ctx.node_id)):
-            result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"this broker is node {self.ctx.node_id}"
-            return
-        sources = self.ctx.config.sources
-        for name, value in sorted(self.ctx.config.values.items()):
-            if res.configuration_keys is not None and name not in res.configuration_keys:
-                continue
-            default = sources.get(name, EMBEDDED_DEFAULTS) == EMBEDDED_DEFAULTS
-            result.configs.append(
-                m.DescribeConfigsEntry(
-                    name=name,
-                    value=None if value is None else str(value),
-                    read_only=True,
-                    config_source=m.ConfigSource.DEFAULT_CONFIG
-                    if default
-                    else m.ConfigSource.STATIC_BROKER_CONFIG,
-                    is_default=default,
-                )
-            )
-
-    async def alter_configs(self, req: m.AlterConfigsRequest) -> m.AlterConfigsResponse:
-        results = []
-        manager = self.ctx.manager
-        for res in req.resources:
-            result = m.AlterConfigsResourceResult(
-                resource_type=res.resource_type, resource_name=res.resource_name
-            )
-            results.append(result)
-            if res.resource_type != m.ConfigResourceType.TOPIC:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = (
-                    "only topic configs can be altered; broker configs are static"
-                )
-                continue
-            metadata = manager.topics.get(res.resource_name)
-            if metadata is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            configs = dict(metadata.configs)
-            for op in res.configs:
-                if op.config_operation not in (m.AlterConfigOp.SET, m.AlterConfigOp.DELETE):
-                    result.error_code = ErrorCode.INVALID_REQUEST
-                    result.error_message = (
-                        f"unsupported operation {op.config_operation} for {op.name} "
-                        "(0 = SET, 1 = DELETE)"
-                    )
-                elif op.name not in CONFIG_KEYS:  # Kafka's LogConfig.validateNames, any op
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = f"Unknown topic config name: {op.name}"
-                elif op.config_operation == m.AlterConfigOp.DELETE:
-                    configs.pop(op.name, None)
-                elif op.value is None:
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = f"no value given for {op.name}"
-                else:
-                    configs[op.name] = op.value
-            if result.error_code:
-                continue
-            try:
-                config = manager.default_config.with_overrides(configs)  # validate, naming the key
-                if is_internal(res.resource_name) and config.cleanup_policy != ("compact",):
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = (
-                        f"{res.resource_name} is an internal topic: its cleanup.policy must stay "
-                        "compact (delete would drop committed offsets)"
-                    )
-                    continue
-                if not req.validate_only:
-                    async with self.ctx.admin_lock:
-                        await anyio.to_thread.run_sync(
-                            manager.alter_topic_configs, res.resource_name, configs
-                        )
-                    self.ctx.log.info(
-                        "topic configs altered", topic=res.resource_name, configs=configs
-                    )
-            except StorageError as exc:
-                result.error_code = error_code_for(exc)
-                result.error_message = str(exc)
-        return m.AlterConfigsResponse(correlation_id=req.correlation_id, responses=results)
-
     # -- log dirs --------------------------------------------------------------------------
 
     async def describe_log_dirs(self, req: m.DescribeLogDirsRequest) -> m.DescribeLogDirsResponse:
@@ -403,6 +288,9 @@ class AdminApi:
         for log_dir in manager.log_dirs:
             result = m.DescribeLogDirsResult(log_dir=str(log_dir))
             results.append(result)
+            if not allowed(DESCRIBE, ResourceType.CLUSTER):
+                result.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                continue
             if log_dir in manager.offline_dirs:
                 result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -423,6 +311,13 @@ class AdminApi:
                 for name, parts in by_topic.items()
             ]
         return m.DescribeLogDirsResponse(correlation_id=req.correlation_id, results=results)
+
+
+def _may_create(topic: str) -> bool:
+    """Kafka: CREATE on the cluster, or on the topic."""
+    return allowed(Operation.CREATE, ResourceType.CLUSTER) or allowed(
+        Operation.CREATE, TOPIC, topic
+    )
 
 
 def _segments(log: Log) -> list[m.SegmentDescription]:

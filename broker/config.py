@@ -32,6 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from odradek.broker.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    Listener,
+    parse_listeners,
+    parse_protocol_map,
+    resolve_listeners,
+)
+from odradek.broker.security.keys import SECRET_KEYS, SECURITY_KEYS
 from odradek.storage.config import CONFIG_KEYS, LONG_MAX, LogConfig
 from odradek.storage.errors import InvalidConfigError
 
@@ -44,24 +52,6 @@ _HOUR_MS = 3600 * 1000
 
 class ConfigError(Exception):
     """A configuration key or value the broker cannot start with."""
-
-
-@dataclass(frozen=True)
-class Listener:
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> Listener:
-        """``PLAINTEXT://host:port`` (the first of a comma-separated list is used)."""
-        first = text.split(",")[0].strip()
-        parts = urlsplit(first)
-        if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
-            raise ValueError(f"expected PLAINTEXT://host:port, got {first!r}")
-        return cls(parts.hostname or "0.0.0.0", parts.port)
-
-    def __str__(self) -> str:
-        return f"PLAINTEXT://{self.host}:{self.port}"
 
 
 def _http_listener(text: str) -> Listener | None:
@@ -122,8 +112,10 @@ def _dir_list(text: str) -> str:
 # storage.config when they are turned into a LogConfig.
 BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "node.id": (_int(0, 2**31 - 1), "1"),
-    "listeners": (Listener.parse, "PLAINTEXT://127.0.0.1:9092"),
-    "advertised.listeners": (Listener.parse, None),
+    # NAME://host:port,... (broker/listeners.py); names map to security protocols
+    "listeners": (parse_listeners, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (parse_listeners, None),
+    "listener.security.protocol.map": (parse_protocol_map, DEFAULT_PROTOCOL_MAP),
     # odradek's own (Kafka exposes JMX): Prometheus metrics at http://host:port/metrics
     "metrics.listener": (_http_listener, ""),
     "log.dirs": (_dir_list, None),
@@ -179,6 +171,7 @@ BROKER_KEYS: dict[str, tuple[Callable[[str], object], str | None]] = {
     "group.initial.rebalance.delay.ms": (_int(0, 2**31 - 1), "3000"),
     "group.min.session.timeout.ms": (_int(0, 2**31 - 1), "6000"),
     "group.max.session.timeout.ms": (_int(0, 2**31 - 1), "1800000"),
+    **SECURITY_KEYS,  # ssl.*, sasl.*, super.users (broker/security/keys.py)
 }
 
 
@@ -198,13 +191,27 @@ class BrokerConfig:
         return int(self.values["node.id"])  # type: ignore[call-overload]
 
     @property
+    def listeners(self) -> tuple[Listener, ...]:
+        """Every listener, each with its security protocol (``listeners`` and the map)."""
+        protocols = self.values["listener.security.protocol.map"]
+        return resolve_listeners(self.values["listeners"], protocols, "listeners")  # type: ignore[arg-type]
+
+    @property
     def listener(self) -> Listener:
-        return self.values["listeners"]  # type: ignore[return-value]
+        """The first listener (the one a single-listener broker has)."""
+        return self.listeners[0]
+
+    def advertised(self, listener: Listener) -> Listener:
+        """What clients that came in on ``listener`` are told to connect to (Metadata,
+        FindCoordinator): its entry in ``advertised.listeners``, else itself."""
+        for candidate in self.values.get("advertised.listeners") or ():  # type: ignore[attr-defined]
+            if candidate.name == listener.name:
+                return dataclasses.replace(listener, host=candidate.host, port=candidate.port)
+        return listener
 
     @property
     def advertised_listener(self) -> Listener:
-        advertised = self.values.get("advertised.listeners")
-        return advertised if advertised is not None else self.listener  # type: ignore[return-value]
+        return self.advertised(self.listener)
 
     @property
     def metrics_listener(self) -> Listener | None:
@@ -278,13 +285,21 @@ def _apply(
     for key, text in raw.items():
         spec = BROKER_KEYS.get(key)
         if spec is None:
-            raise ConfigError(f"unknown config key {key!r} (value {text!r}) in {source}")
+            raise ConfigError(f"unknown config key {key!r} (value {_shown(key, text)}) in {source}")
         parser, _ = spec
         try:
             typed[key] = parser(text)
         except ValueError as exc:
-            raise ConfigError(f"invalid value {text!r} for {key} in {source}: {exc}") from None
+            shown = _shown(key, text)
+            raise ConfigError(f"invalid value {shown} for {key} in {source}: {exc}") from None
         sources[key] = source
+
+
+def _shown(key: str, text: str) -> str:
+    """A value as an error message shows it: never a password (``sasl.jaas.config`` holds
+    one too, should a Kafka configuration be copied here)."""
+    secret = key in SECRET_KEYS or any(w in key for w in ("password", "secret", "jaas"))
+    return "[hidden]" if secret else repr(text)
 
 
 def load_config(
@@ -327,6 +342,7 @@ def load_config(
 
 def _check_together(config: BrokerConfig) -> None:
     """Rules that span keys, each error naming both keys, their values and sources."""
+    _check_listeners(config)
     low, high = "group.min.session.timeout.ms", "group.max.session.timeout.ms"
     if config.int(low) > config.int(high):
 
@@ -334,3 +350,31 @@ def _check_together(config: BrokerConfig) -> None:
             return f"{key}={config[key]} (from {config.sources.get(key, EMBEDDED_DEFAULTS)})"
 
         raise ConfigError(f"{where(low)} is above {where(high)}: no session timeout would fit")
+
+
+def _check_listeners(config: BrokerConfig) -> None:
+    """Every listener name maps to a protocol; advertised names are listeners' names; a TLS
+    listener has a keystore, a SASL listener at least one mechanism."""
+    protocols = config["listener.security.protocol.map"]
+    advertised = config.values.get("advertised.listeners") or ()
+    for key in ("listeners", "advertised.listeners"):
+        try:
+            resolve_listeners(config.values.get(key) or (), protocols, key)  # type: ignore[arg-type]
+        except ValueError as exc:
+            value = ",".join(str(listener) for listener in config[key])  # type: ignore[attr-defined]
+            source = config.sources.get(key, EMBEDDED_DEFAULTS)
+            raise ConfigError(f"invalid value {value!r} for {key} in {source}: {exc}") from None
+    listeners = config.listeners
+    names = {listener.name for listener in listeners}
+    for candidate in advertised:  # type: ignore[attr-defined]
+        if candidate.name not in names:
+            raise ConfigError(
+                f"advertised.listeners names {candidate.name!r}, which is not in listeners "
+                f"({', '.join(sorted(names))})"
+            )
+    tls = [str(listener) for listener in listeners if listener.tls]
+    if tls and not config["ssl.keystore.location"]:
+        raise ConfigError(f"listeners {', '.join(tls)} use TLS: set ssl.keystore.location")
+    sasl = [str(listener) for listener in listeners if listener.sasl]
+    if sasl and not config["sasl.enabled.mechanisms"]:
+        raise ConfigError(f"listeners {', '.join(sasl)} use SASL: set sasl.enabled.mechanisms")

@@ -6,6 +6,15 @@ the native protocol (:mod:`odradek.broker.native_session`), anything else is the
 size prefix of Apache Kafka's protocol (:mod:`odradek.broker.kafka.session`). Both use the same
 framing (a 4-byte big-endian size, then the body), the same limits and the same handlers.
 
+Security (docs/security.md): the bytes come through a transport, plain (zero-copy
+``sendfile``) or TLS (:mod:`odradek.broker.security.tls`: the handshake runs first, bounded
+like any silence by ``connections.max.idle.ms``, and a failed one closes the connection with
+its reason). A connection on a SASL listener holds a :class:`SaslExchange`; until it is done
+both sessions let through only ApiVersions and the SASL requests. ``principal`` is who the
+connection proved to be (``User:ANONYMOUS`` until then); the connection puts itself in
+:data:`~odradek.broker.security.authorizer.CALLER`, where the shared handlers' ACL checks
+find it.
+
 Reading and dispatch happen in one task, in arrival order: every append of this connection is
 applied by that task, in the order its requests arrived (per-partition order), before any task
 is started for the request. Requests that wait — Produce with ``acks=all`` (the fsync) and
@@ -55,7 +64,10 @@ from odradek.broker.admin import AdminApi
 from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
-from odradek.broker.net import close_socket, recv_into, send_buffers, send_now, sendfile_all
+from odradek.broker.listeners import Listener
+from odradek.broker.net import PlainTransport
+from odradek.broker.security.authorizer import CALLER
+from odradek.broker.security.sasl import SaslExchange
 from odradek.protocol import messages as m
 from odradek.protocol.frames import (
     FRAME_PREFIX_BYTES,
@@ -93,6 +105,21 @@ class Session(Protocol):
     async def dispatch(self, body: bytes) -> None: ...
 
 
+class Transport(Protocol):
+    """The byte stream under a connection: plain (:class:`odradek.broker.net.PlainTransport`)
+    or TLS (:class:`odradek.broker.security.tls.TlsTransport`)."""
+
+    principal: str  # who the transport says the peer is (a TLS client certificate)
+
+    async def start(self) -> None: ...
+    def recv_now(self, buffer: bytearray | memoryview) -> int: ...
+    async def recv(self, buffer: bytearray | memoryview) -> int: ...
+    def send_now(self, buffers: Sequence[Buffer]) -> list[memoryview]: ...
+    async def send_buffers(self, buffers: Sequence[Buffer]) -> None: ...
+    async def send_file(self, fd: int, position: int, length: int) -> None: ...
+    def close(self) -> None: ...
+
+
 def _kafka_session(conn: Connection) -> Session:
     from odradek.broker.kafka.session import KafkaSession  # the Kafka codec loads on first use
 
@@ -103,17 +130,31 @@ class Connection:
     def __init__(
         self,
         ctx: BrokerContext,
-        sock: socket.socket,
+        transport: Transport | socket.socket,
         peer: str,
         *,
         apis: Apis,
+        listener: Listener | None = None,
         max_frame_bytes: int,
         idle_timeout_s: float,
         max_in_flight: int = 256,
     ) -> None:
         self.ctx = ctx
-        self.sock = sock
+        if isinstance(transport, socket.socket):
+            transport = PlainTransport(transport)
+        self.transport: Transport = transport
         self.peer = peer
+        # the listener it came in on (its security protocol), as clients are told to reach it
+        self.listener = listener if listener is not None else ctx.advertised_listener
+        self.principal = transport.principal  # SASL may change it before any request
+        self.host = peer.rpartition(":")[0]  # what ACLs name (an address)
+        self.authorizer = ctx.authorizer  # read through CALLER by the shared handlers
+        # a SASL listener's exchange: until it is done, only ApiVersions and SASL requests
+        self.sasl: SaslExchange | None = None
+        if self.listener.sasl and ctx.security is not None:
+            mechanisms = tuple(ctx.config["sasl.enabled.mechanisms"])  # type: ignore[call-overload]
+            self.sasl = SaslExchange(mechanisms, ctx.security.credentials)
+        self.close_reason: str | None = None  # set: close once the current answer is sent
         self.log = ctx.log.bind(peer=peer)
         self.apis = apis
         self.max_frame_bytes = max_frame_bytes
@@ -146,6 +187,11 @@ class Connection:
         self._reader_scope.cancel()
         return True
 
+    def close_after_answer(self, reason: str) -> None:
+        """Close the connection once the answer being built is sent (a refused SASL step:
+        the client must read why before the connection goes)."""
+        self.close_reason = reason
+
     def close(self, reason: str) -> None:
         """Close the connection from a session (a protocol-level refusal), with a logged
         reason: the reader stops and every waiting request is cancelled."""
@@ -156,6 +202,7 @@ class Connection:
     async def serve(self) -> None:
         """Serve until the peer leaves, a malformed frame, an idle timeout or shutdown."""
         decoder = FrameDecoder(self.max_frame_bytes)
+        CALLER.set(self)  # every task of this connection starts from this context
         reason: str | None = None  # None: the reader was cancelled by a failed send
         try:
             async with anyio.create_task_group() as tg:
@@ -175,21 +222,31 @@ class Connection:
                 if self._reader_scope.cancelled_caught:
                     reason = "idle timeout" if self._idle_closed else "broker shutting down"
         finally:
-            close_socket(self.sock)
+            self.transport.close()
         self.log.debug("connection closed", reason=reason or self._send_failure)
 
     async def _read_loop(self, decoder: FrameDecoder) -> str:
-        sock = self.sock
+        transport = self.transport
+        try:
+            await transport.start()
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            reason = f"TLS handshake failed: {exc}"
+            self.log.info("closing connection", reason=reason)
+            return reason
+        self.principal = transport.principal
         buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))
         head = bytearray()  # the first bytes, until they tell the protocol
         session: Session | None = None
         while True:
             try:
-                received = sock.recv_into(buffer)
+                received = transport.recv_now(buffer)
             except BlockingIOError:
+                received = -1  # (waited for below, outside the handler: the exception's
+                # traceback holds recv_now's frame, and with it the buffer being replaced)
+            if received < 0:
                 if len(buffer) > _MIN_READ_BUFFER_BYTES and not decoder.mid_frame:
                     buffer = memoryview(bytearray(_MIN_READ_BUFFER_BYTES))  # quiet: shrink
-                received = await recv_into(sock, buffer)
+                received = await transport.recv(buffer)
             else:  # read without waiting: let the other tasks run once per chunk
                 await anyio.lowlevel.checkpoint()
             self.last_active_s = time.monotonic()
@@ -252,10 +309,10 @@ class Connection:
         if not self._send_lock.locked() and not any(isinstance(p, FileRegion) for p in parts):
             # nobody is mid-frame: write it now; only what the socket does not take waits,
             # under the lock (taken without yielding: nothing can interleave before it)
-            rest = send_now(self.sock, parts)  # type: ignore[arg-type]
+            rest = self.transport.send_now(parts)  # type: ignore[arg-type]
             if rest:
                 async with self._send_lock:
-                    await send_buffers(self.sock, rest)
+                    await self.transport.send_buffers(rest)
             return
         async with self._send_lock:
             buffers: list[Buffer] = []
@@ -264,9 +321,10 @@ class Connection:
                     buffers.append(part)
                     continue
                 if buffers:
-                    await send_buffers(self.sock, buffers)
+                    await self.transport.send_buffers(buffers)
                     buffers = []
                 # held by the reply: open even if deleted meanwhile
-                await sendfile_all(self.sock, part.file.held_fileno(), part.position, part.length)
+                fd = part.file.held_fileno()
+                await self.transport.send_file(fd, part.position, part.length)
             if buffers:
-                await send_buffers(self.sock, buffers)
+                await self.transport.send_buffers(buffers)

@@ -26,6 +26,8 @@ from odradek.storage.manager import LogManager
 
 if TYPE_CHECKING:
     from odradek.broker.groups.api import GroupApi
+    from odradek.broker.security.authorizer import Authorizer
+    from odradek.broker.security.sasl import SaslState
 
 __all__ = ["BrokerContext", "Waiter"]
 
@@ -73,6 +75,8 @@ class BrokerContext:
         self._checkpoint_lock = anyio.Lock()
         self.stopping = False  # graceful shutdown began: long polls answer at once
         self.groups: GroupApi | None = None  # the group coordinator, set by the server
+        self.security: SaslState | None = None  # credentials and failure delays, likewise
+        self.authorizer: Authorizer | None = None  # ACLs, if authorizer.class.name is set
 
     def begin_shutdown(self) -> None:
         """Graceful shutdown: every waiting fetch answers now with what it has."""

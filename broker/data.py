@@ -30,8 +30,10 @@ from typing import Any
 import anyio
 
 from odradek.broker.context import BrokerContext
-from odradek.broker.errors import error_code_for
+from odradek.broker.errors import TopicAuthorizationError, error_code_for
+from odradek.broker.security.authorizer import allowed
 from odradek.protocol import messages as m
+from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
@@ -146,20 +148,29 @@ class DataApi:
         self.max_wait_cap_ms = ctx.config.int("fetch.wait.max.ms")
         self._validators: anyio.CapacityLimiter | None = None  # made on the event loop
 
-    def _log(self, topic: str, partition: int) -> Log:
+    def _log(self, topic: str, partition: int, operation: Operation = Operation.READ) -> Log:
+        """The partition's log, if the caller may do ``operation`` on its topic (ACLs)."""
+        if not allowed(operation, ResourceType.TOPIC, topic):
+            raise TopicAuthorizationError(f"not authorized to {operation.name} topic {topic}")
         try:
             return self.ctx.manager.get_log(topic, partition)
         except UnknownTopicOrPartitionError:
             validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION
             raise
 
-    def _client_writable_log(self, topic: str, partition: int, action: str = "append to") -> Log:
+    def _client_writable_log(
+        self,
+        topic: str,
+        partition: int,
+        action: str = "append to",
+        operation: Operation = Operation.WRITE,
+    ) -> Log:
         """The log a client may change (produce, delete records): never an internal topic
         (Kafka's ReplicaManager answers INVALID_TOPIC_EXCEPTION); the coordinator writes those
         through Log.append."""
         if is_internal(topic):
             raise InvalidTopicError(f"Cannot {action} internal topic {topic}")
-        return self._log(topic, partition)
+        return self._log(topic, partition, operation)
 
     # -- Produce ---------------------------------------------------------------------------
 
@@ -418,9 +429,8 @@ class DataApi:
                     result.error_code = ErrorCode.INVALID_REQUEST
                     continue
                 try:
-                    found = self._log(topic.name, lp.partition_index).offset_for_timestamp(
-                        lp.timestamp, max_body_bytes
-                    )
+                    log = self._log(topic.name, lp.partition_index, Operation.DESCRIBE)
+                    found = log.offset_for_timestamp(lp.timestamp, max_body_bytes)
                     if found is not None:
                         result.offset, result.timestamp = found
                 except (StorageError, OSError) as exc:
@@ -444,7 +454,7 @@ class DataApi:
                 result = m.DeleteRecordsPartitionResult(partition_index=dp.partition_index)
                 try:
                     log = self._client_writable_log(
-                        topic.name, dp.partition_index, "delete records of"
+                        topic.name, dp.partition_index, "delete records of", Operation.DELETE
                     )
                     offset = log.high_watermark if dp.offset == HIGH_WATERMARK else dp.offset
                     if offset < 0:  # Kafka: of the negative offsets only -1 has a meaning

@@ -16,13 +16,21 @@ from odradek.storage.errors import (
     OutOfOrderSequenceError,
     PartitionLimitError,
     RecordTooLargeError,
+    StorageError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
 
-__all__ = ["error_code_for"]
+__all__ = ["TopicAuthorizationError", "error_code_for"]
+
+
+class TopicAuthorizationError(StorageError):
+    """The caller may not do this to this topic (ACLs). A :class:`StorageError` only so that
+    every handler's ``except StorageError`` answers it per partition, like the others."""
+
 
 _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (TopicAuthorizationError, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
     (OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
     (InvalidRecordError, ErrorCode.INVALID_RECORD),  # before its base class
     (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),

@@ -13,11 +13,13 @@ answered ``INVALID_REQUEST``.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
 from odradek.broker.data import Reply
 from odradek.broker.metrics import Histogram
+from odradek.broker.security import sasl
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
     from odradek.broker.connection import Connection
 
 __all__ = ["NativeSession"]
+
+# what a connection that has not authenticated yet may send (SASL listeners)
+_BEFORE_AUTHENTICATION = frozenset(
+    {m.ApiVersionsRequest, m.SaslHandshakeRequest, m.SaslAuthenticateRequest}
+)
 
 
 async def _raise(exc: BaseException) -> Any:
@@ -42,7 +49,7 @@ class NativeSession:
         self.data = data
         self._handlers: dict[type, Any] = {
             m.ApiVersionsRequest: admin.api_versions,
-            m.MetadataRequest: admin.metadata,
+            m.MetadataRequest: functools.partial(admin.metadata, listener=conn.listener),
             m.CreateTopicsRequest: admin.create_topics,
             m.DeleteTopicsRequest: admin.delete_topics,
             m.CreatePartitionsRequest: admin.create_partitions,
@@ -51,9 +58,12 @@ class NativeSession:
             m.DescribeLogDirsRequest: admin.describe_log_dirs,
             m.ListOffsetsRequest: data.list_offsets,
             m.DeleteRecordsRequest: data.delete_records,
+            m.SaslHandshakeRequest: self._sasl_handshake,
         }
         # Requests answered by a task of their own (they wait: a rebalance, an fsync).
-        self._waiting: dict[type, Any] = {}
+        self._waiting: dict[type, Any] = {
+            m.SaslAuthenticateRequest: self._sasl_authenticate,  # a failure waits
+        }
         if groups is not None:
             self._handlers.update(
                 {
@@ -65,7 +75,7 @@ class NativeSession:
                 }
             )
             peer = conn.peer
-            self._waiting = {
+            self._waiting |= {
                 m.JoinGroupRequest: lambda req: groups.join_group(req, peer),
                 m.SyncGroupRequest: groups.sync_group,
                 m.OffsetCommitRequest: groups.offset_commit,
@@ -88,6 +98,9 @@ class NativeSession:
                 reply.api_keys = m.supported_api_versions()
             await self._send(reply)
             return
+        sasl = conn.sasl
+        if sasl is not None and not sasl.done and type(request) not in _BEFORE_AUTHENTICATION:
+            raise m.MalformedMessage(f"{type(request).__name__} before SASL authentication")
         if isinstance(request, m.ProduceRequest):
             acks_all = request.acks == m.ACKS_ALL
             if acks_all:
@@ -120,6 +133,24 @@ class NativeSession:
                 )
             )
 
+    async def _sasl_handshake(self, req: m.SaslHandshakeRequest) -> m.SaslHandshakeResponse:
+        code = sasl.handshake(self.conn, req.mechanism)
+        enabled = list(self.conn.ctx.config["sasl.enabled.mechanisms"])  # type: ignore[call-overload]
+        return m.SaslHandshakeResponse(
+            correlation_id=req.correlation_id, error_code=code, mechanisms=enabled
+        )
+
+    async def _sasl_authenticate(
+        self, req: m.SaslAuthenticateRequest
+    ) -> m.SaslAuthenticateResponse:
+        code, message, answer = await sasl.authenticate(self.conn, req.auth_bytes)
+        return m.SaslAuthenticateResponse(
+            correlation_id=req.correlation_id,
+            error_code=code,
+            error_message=message,
+            auth_bytes=answer,
+        )
+
     async def _answer(self, work: Any, request: m.Request, started_s: float) -> None:
         """Await the handler and send its reply; a handler bug answers UNKNOWN_SERVER_ERROR."""
         try:
@@ -151,3 +182,5 @@ class NativeSession:
         else:
             head = m.encode_head(reply.response, reply.raw_bytes)
             await self.conn.send([head, *reply.buffers, *reply.regions])
+        if self.conn.close_reason is not None:  # a refused SASL step: closed once answered
+            self.conn.close(self.conn.close_reason)

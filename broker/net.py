@@ -17,7 +17,15 @@ import anyio
 
 from odradek.protocol.frames import Buffer, byte_views, drop_sent
 
-__all__ = ["close_socket", "listen", "recv_into", "send_buffers", "send_now", "sendfile_all"]
+__all__ = [
+    "PlainTransport",
+    "close_socket",
+    "listen",
+    "recv_into",
+    "send_buffers",
+    "send_now",
+    "sendfile_all",
+]
 
 
 def listen(host: str, port: int, backlog: int = 1024) -> socket.socket:
@@ -95,3 +103,36 @@ def close_socket(sock: socket.socket) -> None:
     if sock.fileno() >= 0:
         anyio.notify_closing(sock)
         sock.close()
+
+
+class PlainTransport:
+    """A connection's socket as it is (PLAINTEXT and SASL_PLAINTEXT listeners): vectored
+    writes and zero-copy ``sendfile``. :class:`odradek.broker.security.tls.TlsTransport` has
+    the same methods."""
+
+    principal = "User:ANONYMOUS"  # no certificate: who it is, only SASL can say
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    async def start(self) -> None:
+        """Nothing to negotiate."""
+
+    def recv_now(self, buffer: bytearray | memoryview) -> int:
+        """What is readable now (0: the peer closed); ``BlockingIOError`` if nothing is."""
+        return self.sock.recv_into(buffer)
+
+    async def recv(self, buffer: bytearray | memoryview) -> int:
+        return await recv_into(self.sock, buffer)
+
+    def send_now(self, buffers: Sequence[Buffer]) -> list[memoryview]:
+        return send_now(self.sock, buffers)
+
+    async def send_buffers(self, buffers: Sequence[Buffer]) -> None:
+        await send_buffers(self.sock, buffers)
+
+    async def send_file(self, fd: int, position: int, length: int) -> None:
+        await sendfile_all(self.sock, fd, position, length)
+
+    def close(self) -> None:
+        close_socket(self.sock)

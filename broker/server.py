@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import signal
 import socket
+import ssl
 import time
 from typing import Any
 
@@ -33,14 +34,19 @@ import anyio.to_thread
 from odradek.broker.admin import AdminApi
 from odradek.broker.cleanup import run_cleanup
 from odradek.broker.config import BrokerConfig, Listener
-from odradek.broker.connection import Apis, Connection
+from odradek.broker.connection import Apis, Connection, Transport
 from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.logs import get_logger
 from odradek.broker.metrics import BrokerMetrics, registry_for
 from odradek.broker.metrics_http import serve_metrics
-from odradek.broker.net import close_socket, listen
+from odradek.broker.net import PlainTransport, close_socket, listen
+from odradek.broker.security.authorizer import Authorizer
+from odradek.broker.security.sasl import SaslState
+from odradek.broker.security.tls import TlsTransport, server_context
+from odradek.storage.acls import AclStore
+from odradek.storage.credentials import CredentialStore
 from odradek.storage.errors import StorageError
 from odradek.storage.manager import LogManager
 
@@ -103,26 +109,36 @@ class Server:
 
     async def _run(self, task_status: anyio.abc.TaskStatus[Listener]) -> None:
         started = time.perf_counter()
+        tls = server_context(self.config) if any(b.tls for b in self.config.listeners) else None
         await anyio.to_thread.run_sync(self.manager.startup)
+        sockets: list[tuple[socket.socket, Listener]] = []
         try:
-            bind = self.config.listener
-            sock = listen(bind.host, bind.port)
-            port = sock.getsockname()[1]
-            self.listener = Listener(bind.host, port)
-            advertised = self.config.advertised_listener
-            if advertised.port == 0 or advertised == bind:
-                advertised = Listener(advertised.host, port)
+            for bind in self.config.listeners:
+                sock = listen(bind.host, bind.port)
+                sockets.append((sock, self._advertise(bind, sock.getsockname()[1])))
+            self.listener = sockets[0][1]
             ctx = self._ctx = BrokerContext(self.config, self.manager, self.log, self.metrics)
-            ctx.advertised_listener = advertised
+            ctx.advertised_listener = self.listener
+            if self.config["authorizer.class.name"]:
+                ctx.authorizer = Authorizer(
+                    AclStore(self.manager.online_dirs),
+                    self.config["super.users"],  # type: ignore[arg-type]
+                    bool(self.config["allow.everyone.if.no.acl.found"]),
+                )
+            ctx.security = SaslState(
+                CredentialStore(self.manager.online_dirs),
+                self.config.int("connection.failed.authentication.delay.ms"),
+            )
             groups = ctx.groups = GroupApi(ctx)
             await groups.load()  # replays __consumer_offsets in a worker thread
             async with anyio.create_task_group() as background:
                 await self._start_metrics(background)
                 self.log.info(
                     "broker started",
-                    host=bind.host,
-                    port=port,
-                    advertised=str(advertised),
+                    host=self.config.listener.host,
+                    port=sockets[0][0].getsockname()[1],
+                    listeners={b.name: s.getsockname()[1] for s, b in sockets},
+                    advertised=[str(listener) for _, listener in sockets],
                     metrics_port=self.metrics_port,
                     log_dirs=[str(d) for d in self.manager.log_dirs],
                     offline_dirs={str(d): why for d, why in self.manager.offline_dirs.items()},
@@ -138,9 +154,11 @@ class Server:
                 )
                 background.start_soon(run_cleanup, ctx)
                 background.start_soon(groups.run)
-                await self._serve_connections(ctx, sock)
+                await self._serve_connections(ctx, sockets, tls)
                 background.cancel_scope.cancel()
         finally:
+            for sock, _ in sockets:
+                close_socket(sock)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.manager.shutdown)
             self.log.info("broker stopped")
@@ -153,47 +171,29 @@ class Server:
         registry = registry_for(self, self.metrics)
         self.metrics_port = await group.start(serve_metrics, listener, registry, self.log)
 
-    async def _serve_connections(self, ctx: BrokerContext, listener: socket.socket) -> None:
+    def _advertise(self, bind: Listener, port: int) -> Listener:
+        """What clients of the listener ``bind`` (bound to ``port``) are told to connect to;
+        an advertised port 0, or no advertised entry, means the bound port."""
+        advertised = self.config.advertised(bind)
+        if advertised.port == 0 or advertised == bind:
+            advertised = advertised.with_port(port)
+        return advertised
+
+    async def _serve_connections(
+        self,
+        ctx: BrokerContext,
+        sockets: list[tuple[socket.socket, Listener]],
+        tls: ssl.SSLContext | None,
+    ) -> None:
         apis = Apis(AdminApi(ctx), DataApi(ctx), ctx.groups)
         self._accept_scope = anyio.CancelScope()
         if self._stop_requested:
             self._accept_scope.cancel()
-        max_connections = self.config.int("max.connections")
         async with anyio.create_task_group() as group:
             with self._accept_scope:
-                try:
-                    while True:
-                        await anyio.wait_readable(listener)
-                        try:
-                            sock, address = listener.accept()
-                        except (BlockingIOError, ConnectionAbortedError):
-                            continue
-                        except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: out of resources
-                            await self._accept_failed(exc)
-                            continue
-                        if len(self.connections) >= max_connections:
-                            self.log.warning(
-                                "refusing connection: max.connections reached",
-                                peer=f"{address[0]}:{address[1]}",
-                                limit=max_connections,
-                            )
-                            sock.close()
-                            if self.metrics is not None:
-                                self.metrics.connections_refused += 1
-                            continue
-                        sock.setblocking(False)
-                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                        conn = Connection(
-                            ctx,
-                            sock,
-                            f"{address[0]}:{address[1]}",
-                            apis=apis,
-                            max_frame_bytes=self.config.int("socket.request.max.bytes"),
-                            idle_timeout_s=self.config.int("connections.max.idle.ms") / 1000,
-                        )
-                        group.start_soon(self._run_connection, conn)
-                finally:
-                    close_socket(listener)
+                async with anyio.create_task_group() as acceptors:
+                    for sock, listener in sockets:
+                        acceptors.start_soon(self._accept, ctx, apis, sock, listener, tls, group)
             self.log.info("shutting down", connections=len(self.connections))
             for conn in list(self.connections):
                 conn.stop_reading()
@@ -203,6 +203,53 @@ class Server:
                     await anyio.sleep(0.01)
             if grace.cancelled_caught:
                 group.cancel_scope.cancel()
+
+    async def _accept(
+        self,
+        ctx: BrokerContext,
+        apis: Apis,
+        listening: socket.socket,
+        listener: Listener,
+        tls: ssl.SSLContext | None,
+        group: anyio.abc.TaskGroup,
+    ) -> None:
+        """Accept connections on one listener until cancelled, each served in ``group``."""
+        max_connections = self.config.int("max.connections")
+        mapping_rules = str(self.config["ssl.principal.mapping.rules"])
+        while True:
+            await anyio.wait_readable(listening)
+            try:
+                sock, address = listening.accept()
+            except (BlockingIOError, ConnectionAbortedError):
+                continue
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: out of resources
+                await self._accept_failed(exc)
+                continue
+            if len(self.connections) >= max_connections:
+                self.log.warning(
+                    "refusing connection: max.connections reached",
+                    peer=f"{address[0]}:{address[1]}",
+                    limit=max_connections,
+                )
+                sock.close()
+                if self.metrics is not None:
+                    self.metrics.connections_refused += 1
+                continue
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            transport: Transport = PlainTransport(sock)
+            if listener.tls and tls is not None:
+                transport = TlsTransport(tls, sock, mapping_rules)
+            conn = Connection(
+                ctx,
+                transport,
+                f"{address[0]}:{address[1]}",
+                apis=apis,
+                listener=listener,
+                max_frame_bytes=self.config.int("socket.request.max.bytes"),
+                idle_timeout_s=self.config.int("connections.max.idle.ms") / 1000,
+            )
+            group.start_soon(self._run_connection, conn)
 
     async def _accept_failed(self, error: OSError) -> None:
         """Kafka's acceptor on EMFILE: say so, back off (the listener stays readable, so

@@ -65,13 +65,16 @@ def make_directories(path: Path) -> None:
         fsync_directory(directory.parent)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``; a crash leaves either the old or the new file whole."""
+def write_atomically(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data``; a crash leaves either the old or the new file whole.
+    ``mode`` (0o600 for a file of secrets) is set before a byte is written."""
     path = Path(path)
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode or 0o666)
     try:
         try:
+            if mode is not None:  # a .tmp left by a crash keeps its old mode: set it
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)

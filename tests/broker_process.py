@@ -40,6 +40,7 @@ class BrokerProcess:
         overrides: Sequence[str] = (),
         backend: str = "asyncio",
         port: int = 0,
+        listeners: Sequence[str] = ("PLAINTEXT",),
         env: dict[str, str] | None = None,
         rlimits: dict[int, tuple[int, int]] | None = None,
         program: Sequence[str] = (sys.executable, "-m", "odradek.cli.main"),
@@ -49,12 +50,15 @@ class BrokerProcess:
         self.overrides = list(overrides)
         self.backend = backend
         self.requested_port = port
+        # listener name -> port: the first listener takes ``port``, the others ephemeral ones
+        self.requested_ports = {name: port if i == 0 else 0 for i, name in enumerate(listeners)}
         self.requested_metrics_port = 0
         self.env = env
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard) for the child
         self.program = list(program)  # the `odradek` command: this checkout's, or an installed one
         self.cwd = cwd
-        self.port: int | None = None
+        self.port: int | None = None  # the first listener's
+        self.ports: dict[str, int] = {}  # every listener's, by name
         self.metrics_port: int | None = None  # the metrics endpoint's (none if turned off)
         self.lines: list[dict[str, Any]] = []
         self.raw_lines: list[str] = []
@@ -67,7 +71,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        listener = f"PLAINTEXT://127.0.0.1:{self.requested_port}"
+        first = next(iter(self.requested_ports))
+        self.requested_ports[first] = self.requested_port
+        listener = ",".join(f"{n}://127.0.0.1:{p}" for n, p in self.requested_ports.items())
         args = [
             *self.program,
             "serve",
@@ -127,6 +133,8 @@ class BrokerProcess:
             self.lines.append(event)
             if event.get("event") == "broker started":
                 self.port = int(event["port"])
+                self.ports = {name: int(port) for name, port in event["listeners"].items()}
+                self.requested_ports.update(self.ports)  # a restart binds the same ports
                 self.metrics_port = event.get("metrics_port")
                 self.requested_port = self.port  # a restart binds the same port
                 self.requested_metrics_port = self.metrics_port or 0

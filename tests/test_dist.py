@@ -132,6 +132,9 @@ def test_the_wheel_holds_odradek_alone(dist: Dist) -> None:
     assert modules == [*CLIENT_COMPILED, *PROTOCOL_COMPILED, *SPARK_COMPILED], compiled
     # nothing from the checkout's side: tests, benchmarks, C sources
     assert not [n for n in names if n.startswith(("tests/", "bench/")) or n.endswith(".c")]
+    # format("odradek-files"): the jar, not its sources
+    assert "odradek/spark/jars/odradek-spark.jar" in names
+    assert not [n for n in names if n.endswith(".java") or "/jvm/" in n]
 
 
 def test_every_source_package_is_in_the_wheel(dist: Dist) -> None:
@@ -169,6 +172,12 @@ def test_the_sdist_carries_the_sources_and_the_tests(dist: Dist) -> None:
         "odradek/client/_record_buffer.c",
         "odradek/client/_record_decoder.c",
         "odradek/spark/_arrow_records.c",
+        "odradek/spark/jvm/build_jar.py",
+        "odradek/spark/jvm/src/odradek/files/FilesSource.java",
+        "odradek/spark/jvm/resources/META-INF/services/"
+        "org.apache.spark.sql.sources.DataSourceRegister",
+        "odradek/spark/jars/odradek-spark.jar",
+        "setup.py",
         "protocol/_validate.c",
         "protocol/_kafka_produce.c",
         "protocol/records.py",
@@ -223,12 +232,13 @@ def test_the_installed_spark_source_imports(installed: Installed) -> None:
         from pyspark.sql.datasource import DataSource
         source = odradek.spark.OdradekDataSource
         assert issubclass(source, DataSource)
-        print(source.name(), source.__module__, odradek.spark.__file__)
+        print(source.name(), source.__module__, odradek.spark.__file__, odradek.spark.jar_path())
         """
     )
-    name, module, path = out.split()
+    name, module, path, jar = out.split()
     assert (name, module) == ("odradek", "odradek.spark.source")
     assert path.startswith(str(installed.root))
+    assert jar.startswith(str(installed.root)) and jar.endswith("odradek-spark.jar")
 
 
 def test_the_installed_broker_serves_the_installed_client(

@@ -2,7 +2,6 @@
 
     protocol  <-  storage  <-  broker            nothing imports broker (but the CLI)
     protocol  <-  client   <-  spark   <-  pipelines
-    storage   <-  spark      (the file-backed reader: read-only, odradek.storage.log_view)
     protocol  <-  client   <-  console (the web UI)
 
 All of them are ``odradek.<layer>``. ``odradek.cli`` is the composition root behind the
@@ -42,7 +41,7 @@ ALLOWED = {
     "storage": {"protocol"},
     "broker": {"protocol", "storage"},
     "client": {"protocol"},
-    "spark": {"protocol", "client", "storage"},
+    "spark": {"protocol", "client"},
     "pipelines": {"protocol", "client", "spark"},
     "console": {"protocol", "client"},
     "cli": LAYERS - {"cli", "pipelines", "spark"},

@@ -41,7 +41,9 @@ from odradek.broker.groups.offsets import (
     partition_for,
 )
 from odradek.broker.groups.store import Loaded, OffsetStore, load
+from odradek.broker.security.authorizer import allowed
 from odradek.protocol import messages as m
+from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import encode_batch
 from odradek.storage.errors import RecordTooLargeError, StorageError
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["METADATA_MAX_BYTES", "RETENTION_CHECK_MS", "GroupApi"]
 
 E = ErrorCode
+GROUP = ResourceType.GROUP
 T = TypeVar("T")
 TopicPartition = tuple[str, int]
 METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
@@ -94,6 +97,8 @@ class GroupApi:
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """FindCoordinator's answer for ``group_id``: NONE, or why it cannot be served now."""
+        if not allowed(Operation.DESCRIBE, GROUP, group_id):
+            return E.GROUP_AUTHORIZATION_FAILED
         return self._availability(group_id)
 
     def _wakeup(self) -> None:
@@ -330,7 +335,7 @@ class GroupApi:
         return pending.result
 
     async def join_group(self, req: m.JoinGroupRequest, peer: str = "") -> m.JoinGroupResponse:
-        if code := self._availability(req.group_id):
+        if code := _read_denied(req.group_id) or self._availability(req.group_id):
             return _error(m.JoinGroupResponse, req, code)
         host = "/" + peer.rsplit(":", 1)[0] if peer else ""
         reply = await self._wait(self.coordinator.join(req, host, self.now_ms()))
@@ -339,6 +344,8 @@ class GroupApi:
         return _with_cid(reply, req)
 
     async def sync_group(self, req: m.SyncGroupRequest) -> m.SyncGroupResponse:
+        if code := _read_denied(req.group_id):
+            return _error(m.SyncGroupResponse, req, code)
         if self.loading:
             return _error(m.SyncGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
         reply = await self._wait(self.coordinator.sync(req, self.now_ms()))
@@ -347,12 +354,16 @@ class GroupApi:
         return _with_cid(reply, req)
 
     async def heartbeat(self, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
+        if code := _read_denied(req.group_id):
+            return _error(m.HeartbeatResponse, req, code)
         if self.loading:
             return _error(m.HeartbeatResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
         code = self.coordinator.heartbeat(req, self.now_ms())
         return _error(m.HeartbeatResponse, req, code)
 
     async def leave_group(self, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse:
+        if code := _read_denied(req.group_id):
+            return _error(m.LeaveGroupResponse, req, code)
         if self.loading:
             return _error(m.LeaveGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
         code, members = self.coordinator.leave(req.group_id, req.members, self.now_ms())
@@ -379,7 +390,7 @@ class GroupApi:
             for p, r in zip(t.partitions, tr.partitions, strict=True)
         ]
         now = self.now_ms()
-        code = self._availability(req.group_id)
+        code = _read_denied(req.group_id) or self._availability(req.group_id)
         if not code:
             code = self.coordinator.validate_commit(
                 req.group_id, req.generation_id, req.member_id, req.group_instance_id, now
@@ -392,7 +403,9 @@ class GroupApi:
         accepted = []
         for topic, part, result in pairs:
             metadata = part.committed_metadata or ""
-            if (topic.name, part.partition_index) not in manager.logs:
+            if not allowed(Operation.READ, ResourceType.TOPIC, topic.name):
+                result.error_code = E.TOPIC_AUTHORIZATION_FAILED
+            elif (topic.name, part.partition_index) not in manager.logs:
                 result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > METADATA_MAX_BYTES:
                 result.error_code = E.OFFSET_METADATA_TOO_LARGE
@@ -417,6 +430,8 @@ class GroupApi:
         return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
 
     async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
+        if not allowed(Operation.DESCRIBE, GROUP, req.group_id):
+            return _error(m.OffsetFetchResponse, req, E.GROUP_AUTHORIZATION_FAILED)
         if code := self._availability(req.group_id):
             return _error(m.OffsetFetchResponse, req, code)
         if not req.group_id:
@@ -425,7 +440,8 @@ class GroupApi:
         if req.topics is None:
             wanted: dict[str, list[int]] = {}
             for topic, partition in sorted(committed):
-                wanted.setdefault(topic, []).append(partition)
+                if allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):  # others: unseen
+                    wanted.setdefault(topic, []).append(partition)
         else:
             wanted = {t.name: list(t.partition_indexes) for t in req.topics}
         topics = []
@@ -434,7 +450,9 @@ class GroupApi:
             for partition in partitions:
                 result = m.OffsetFetchPartitionResponse(partition_index=partition)
                 entry = committed.get((name, partition))
-                if entry is not None:
+                if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                    result.error_code = E.TOPIC_AUTHORIZATION_FAILED
+                elif entry is not None:
                     result.committed_offset = entry.value.offset
                     result.committed_leader_epoch = entry.value.leader_epoch
                     result.metadata = entry.value.metadata
@@ -448,6 +466,7 @@ class GroupApi:
         if self.loading:
             return _error(m.ListGroupsResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
         states = {s.lower() for s in req.states_filter}
+        everything = allowed(Operation.DESCRIBE, ResourceType.CLUSTER)  # Kafka: else, each group
         groups = [
             m.ListedGroup(
                 group_id=g.group_id,
@@ -455,7 +474,8 @@ class GroupApi:
                 group_state=g.state.value,
             )
             for g in sorted(self.coordinator.groups.values(), key=lambda g: g.group_id)
-            if not states or g.state.value.lower() in states
+            if (not states or g.state.value.lower() in states)
+            and (everything or allowed(Operation.DESCRIBE, GROUP, g.group_id))
         ]
         return m.ListGroupsResponse(correlation_id=req.correlation_id, groups=groups)
 
@@ -465,7 +485,11 @@ class GroupApi:
         described = []
         for group_id in req.groups:
             group = self.coordinator.groups.get(group_id)
-            if not group_id:
+            if not allowed(Operation.DESCRIBE, GROUP, group_id):
+                described.append(
+                    m.DescribedGroup(group_id=group_id, error_code=E.GROUP_AUTHORIZATION_FAILED)
+                )
+            elif not group_id:
                 described.append(m.DescribedGroup(group_id=group_id, error_code=E.INVALID_GROUP_ID))
             elif group is None:
                 described.append(m.DescribedGroup(group_id=group_id, group_state="Dead"))
@@ -477,12 +501,22 @@ class GroupApi:
         results = []
         for group_id in req.groups_names:
             code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
+            if not allowed(Operation.DELETE, GROUP, group_id):
+                code = E.GROUP_AUTHORIZATION_FAILED
             if not code:
                 code = self.coordinator.delete(group_id)
             if not code:
                 code = await self._delete_group(group_id)
             results.append(m.DeletableGroupResult(group_id=group_id, error_code=code))
         return m.DeleteGroupsResponse(correlation_id=req.correlation_id, results=results)
+
+
+def _read_denied(group_id: str) -> ErrorCode:
+    """GROUP_AUTHORIZATION_FAILED unless the caller may READ the group (join, sync,
+    heartbeat, leave, commit: Kafka's rule), else NONE."""
+    if allowed(Operation.READ, GROUP, group_id):
+        return E.NONE
+    return E.GROUP_AUTHORIZATION_FAILED
 
 
 def _offsets_may_expire(group: Group) -> bool:

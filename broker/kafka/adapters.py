@@ -20,9 +20,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from odradek.broker.kafka.acls import AclApis
 from odradek.broker.kafka.admin import AdminApis
 from odradek.broker.kafka.data import KafkaReply, RecordApis
 from odradek.broker.kafka.groups import GroupApis
+from odradek.broker.kafka.security import SecurityApis
 from odradek.protocol import kafka
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ def build_routes(conn: Connection) -> Routes:
         "DeleteRecords": Route(records.delete_records, waits=True),
         "InitProducerId": Route(records.init_producer_id),
     }
-    admin = AdminApis(apis.admin, ctx, [])
+    admin = AdminApis(apis.admin, ctx, [], conn.listener)
     by_name |= {
         "ApiVersions": Route(admin.api_versions),
         "Metadata": Route(admin.metadata, waits=True),  # may auto-create topics
@@ -70,8 +72,21 @@ def build_routes(conn: Connection) -> Routes:
         "IncrementalAlterConfigs": Route(admin.incremental_alter_configs, waits=True),
         "DescribeLogDirs": Route(admin.describe_log_dirs, waits=True),
     }
+    security = SecurityApis(conn)
+    by_name |= {
+        "SaslHandshake": Route(security.sasl_handshake),
+        "SaslAuthenticate": Route(security.sasl_authenticate, waits=True),  # a failure waits
+        "DescribeUserScramCredentials": Route(security.describe_user_scram_credentials),
+        "AlterUserScramCredentials": Route(security.alter_user_scram_credentials, waits=True),
+    }
+    acls = AclApis(conn)
+    by_name |= {
+        "DescribeAcls": Route(acls.describe_acls),
+        "CreateAcls": Route(acls.create_acls, waits=True),
+        "DeleteAcls": Route(acls.delete_acls, waits=True),
+    }
     if apis.groups is not None:
-        groups = GroupApis(apis.groups, ctx, conn.peer)
+        groups = GroupApis(apis.groups, ctx, conn.peer, conn.listener)
         by_name |= {
             "FindCoordinator": Route(groups.find_coordinator),
             "JoinGroup": Route(groups.join_group, waits=True),

@@ -24,6 +24,7 @@ import msgspec
 
 from odradek.broker.admin import AdminApi
 from odradek.broker.context import BrokerContext
+from odradek.broker.listeners import Listener
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RequestHeader
@@ -51,9 +52,12 @@ def _plain(value: Any) -> Any:
 
 
 class AdminApis:
-    def __init__(self, admin: AdminApi, ctx: BrokerContext, advertised: list[tuple]) -> None:
+    def __init__(
+        self, admin: AdminApi, ctx: BrokerContext, advertised: list[tuple], listener: Listener
+    ) -> None:
         self.admin = admin
         self.ctx = ctx
+        self.listener = listener  # the connection's, as its clients are told to reach it
         self.advertised = advertised  # (api_key, min, max) of every api routed here
 
     async def api_versions(self, header: RequestHeader, req: dict[str, Any]) -> dict:
@@ -77,7 +81,8 @@ class AdminApis:
                 correlation_id=header.correlation_id,
                 topics=topics,
                 allow_auto_topic_creation=req.get("allow_auto_topic_creation", True),
-            )
+            ),
+            self.listener,
         )
         fields = plain(native)
         for topic in fields["topics"]:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from odradek.broker.data import DataApi, Reply, Section
+from odradek.broker.security.authorizer import may_write_idempotently
 from odradek.protocol import kafka
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
@@ -236,6 +237,8 @@ class RecordApis:
                 transactional_id=req["transactional_id"],
             )
             return _producer_id(ErrorCode.INVALID_REQUEST, -1, -1)
+        if not may_write_idempotently():
+            return _producer_id(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1, -1)
         try:
             producer_id = self.allocate_producer_id()
         except (StorageError, OSError) as exc:  # no log dir could record the id block

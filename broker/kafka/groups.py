@@ -23,6 +23,7 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.groups.api import GroupApi
 from odradek.broker.kafka.admin import plain
 from odradek.broker.kafka.data import NO_TRANSACTIONS
+from odradek.broker.listeners import Listener
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka import RequestHeader
@@ -34,10 +35,11 @@ _AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 class GroupApis:
-    def __init__(self, groups: GroupApi, ctx: BrokerContext, peer: str) -> None:
+    def __init__(self, groups: GroupApi, ctx: BrokerContext, peer: str, listener: Listener) -> None:
         self.groups = groups
         self.ctx = ctx
         self.peer = peer
+        self.listener = listener  # the connection's, as its clients are told to reach it
 
     async def find_coordinator(self, header: RequestHeader, req: dict[str, Any]) -> dict:
         fields: dict[str, Any] = {"throttle_time_ms": 0, "error_message": None}
@@ -47,7 +49,7 @@ class GroupApis:
             fields["error_message"] = NO_TRANSACTIONS
         else:
             code = self.groups.coordinator_error(req["key"])
-        listener = self.ctx.advertised_listener
+        listener = self.listener
         if code:
             return fields | {"error_code": code, "node_id": -1, "host": "", "port": -1}
         return fields | {

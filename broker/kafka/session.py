@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["KafkaSession"]
 
 PRODUCE_KEY = 0
+SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 17, 36
+# what a connection that has not authenticated yet may send (SASL listeners)
+_BEFORE_AUTHENTICATION = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY})
 
 
 class KafkaSession:
@@ -74,6 +77,10 @@ class KafkaSession:
             )
             await self._answer_in_order(_ready(answer), None, started_s, waits=False)
             return
+        sasl = self.conn.sasl
+        if sasl is not None and not sasl.done and header.api_key not in _BEFORE_AUTHENTICATION:
+            name = kafka.APIS[header.api_key].name
+            raise kafka.KafkaMalformed(f"{name} before SASL authentication")
         route = self.routes.by_key.get(header.api_key)
         if route is None:  # decodable, but not served by this broker (no coordinator)
             raise kafka.KafkaMalformed(f"{kafka.APIS[header.api_key].name} is not served here")
@@ -150,6 +157,8 @@ class KafkaSession:
 
     async def _send(self, answer: Any, header: RequestHeader | None, started_s: float) -> None:
         await self._write(answer, header)
+        if self.conn.close_reason is not None:
+            self.conn.close(self.conn.close_reason)
         if self._metrics is not None:
             self._done(header.api_key if header else API_VERSIONS_KEY, started_s)
 

@@ -23,8 +23,6 @@ from odradek.cli.common import add_bootstrap, run_reported
 if TYPE_CHECKING:
     from odradek.client import Admin, GroupDescription, TopicPartition
 
-INACTIVE = ("Empty", "Dead")
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -99,6 +97,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    from odradek.client.offset_reset import INACTIVE_GROUP_STATES
+
     def body() -> int:
         with _admin(args) as admin:
             (group,) = admin.describe_groups([args.group])
@@ -109,7 +109,7 @@ def _describe(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            if group.state in INACTIVE and not args.state:
+            if group.state in INACTIVE_GROUP_STATES and not args.state:
                 print(f"\nConsumer group '{args.group}' has no active members.")
             print()
             if args.state:
@@ -180,10 +180,12 @@ def _offsets_table(
 
 # ---- reset-offsets ---------------------------------------------------------------------------
 def _reset(args: argparse.Namespace) -> int:
+    from odradek.client.offset_reset import INACTIVE_GROUP_STATES
+
     def body() -> int:
         with _admin(args) as admin:
             (group,) = admin.describe_groups([args.group])
-            if group.state not in INACTIVE:
+            if group.state not in INACTIVE_GROUP_STATES:
                 print(
                     f"odradek groups: error: assignments can only be reset if the group "
                     f"'{args.group}' is inactive, but the current state is {group.state}.",
@@ -219,26 +221,34 @@ def _partitions(admin: Admin, specs: list[str]) -> list[TopicPartition]:
 
 
 def _new_offsets(admin: Admin, args: argparse.Namespace) -> dict[TopicPartition, int]:
+    """Ask the broker what :func:`odradek.client.offset_reset.plan_reset` needs."""
+    from odradek.client.offset_reset import plan_reset
+
     tps = _partitions(admin, args.topic)
-    starts = {tp: hit.offset for tp, hit in admin.list_offsets(dict.fromkeys(tps, -2)).items()}
-    ends = {tp: hit.offset for tp, hit in admin.list_offsets(dict.fromkeys(tps, -1)).items()}
-    if args.to_earliest:
-        wanted = starts
-    elif args.to_latest:
-        wanted = ends
+
+    def offsets(timestamp_ms: int) -> dict[TopicPartition, int | None]:
+        found = admin.list_offsets(dict.fromkeys(tps, timestamp_ms))
+        return {tp: None if hit is None else hit.offset for tp, hit in found.items()}
+
+    starts, ends = offsets(-2), offsets(-1)
+    if args.to_earliest or args.to_latest:
+        target, value = ("earliest" if args.to_earliest else "latest"), None
     elif args.to_offset is not None:
-        wanted = dict.fromkeys(tps, args.to_offset)
+        target, value = "offset", args.to_offset
     elif args.to_datetime is not None:
-        when_ms = _parse_datetime_ms(args.to_datetime)
-        found = admin.list_offsets(dict.fromkeys(tps, when_ms))
-        wanted = {tp: ends[tp] if hit is None else hit.offset for tp, hit in found.items()}
+        found = offsets(_parse_datetime_ms(args.to_datetime))
+        return plan_reset("timestamp", tps, starts, ends, found=found)  # type: ignore[arg-type]
     else:
-        committed = admin.list_group_offsets(args.group)
-        missing = [tp for tp in tps if tp not in committed]
-        if missing:
-            raise ValueError(f"cannot shift {missing}: the group has no committed offset there")
-        wanted = {tp: committed[tp].offset + args.shift_by for tp in tps}
-    return {tp: min(max(off, starts[tp]), ends[tp]) for tp, off in wanted.items()}
+        committed = {tp: c.offset for tp, c in admin.list_group_offsets(args.group).items()}
+        return plan_reset(
+            "shift",
+            tps,
+            starts,
+            ends,
+            value=args.shift_by,
+            committed=committed,  # type: ignore[arg-type]
+        )
+    return plan_reset(target, tps, starts, ends, value=value)  # type: ignore[arg-type]
 
 
 def _parse_datetime_ms(text: str) -> int:

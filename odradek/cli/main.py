@@ -22,6 +22,8 @@ SUBCOMMANDS: list[str] = [
     "odradek.cli.console",
     "odradek.cli.dump_log",
     "odradek.cli.repair_log",
+    "odradek.cli.users",
+    "odradek.cli.acls",
 ]
 
 

@@ -22,14 +22,13 @@ from odradek.client import (
     NewTopic,
     TopicPartition,
 )
+from odradek.client.offset_reset import INACTIVE_GROUP_STATES, plan_reset
 from odradek.client.records import BatchCursor
 from odradek.console.records import render_record
 
-# groups in these states have no members: only they may have their offsets reset (as Kafka)
-INACTIVE_GROUP_STATES = ("Empty", "Dead")
 MAX_MESSAGES_PER_PAGE = 200
 FETCH_PARTITION_MAX_BYTES = 1 << 20  # the broker still returns a larger first batch whole
-RESET_TARGETS = ("earliest", "latest", "offset", "timestamp")
+RESET_TARGETS = ("earliest", "latest", "offset", "timestamp")  # what the console offers
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps: log start, log end offset
 
 
@@ -267,6 +266,8 @@ async def reset_group_offsets(
     without ``execute`` this is the preview the confirmation step shows."""
     if target not in RESET_TARGETS:
         raise ValueError(f"reset target must be one of {', '.join(RESET_TARGETS)}")
+    if target in ("offset", "timestamp") and value is None:
+        raise ValueError(f"a reset to a {target} needs a value")
     (group,) = await admin.describe_groups([group_id])
     if group.state not in INACTIVE_GROUP_STATES:
         raise ValueError(
@@ -277,17 +278,8 @@ async def reset_group_offsets(
     tps = [TopicPartition(topic, p.partition) for p in sorted(described.partitions)]
     starts = await _log_offsets(admin, tps, EARLIEST)
     ends = await _log_offsets(admin, tps, LATEST)
-    if target == "earliest":
-        wanted = starts
-    elif target == "latest":
-        wanted = ends
-    elif value is None:
-        raise ValueError(f"a reset to a {target} needs a value")
-    elif target == "offset":
-        wanted = dict.fromkeys(tps, value)
-    else:  # no record at or after the timestamp: the log end
-        wanted = ends | await _log_offsets(admin, tps, value)
-    offsets = {tp: min(max(off, starts[tp]), ends[tp]) for tp, off in wanted.items()}
+    found = await _log_offsets(admin, tps, value) if target == "timestamp" else None
+    offsets = plan_reset(target, tps, starts, ends, value=value, found=found)  # type: ignore[arg-type]
     if execute:
         await admin.alter_group_offsets(group_id, offsets)
     return {

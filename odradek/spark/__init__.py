@@ -14,6 +14,10 @@ Install it in the Python environment the Spark workers use (``pip install 'odrad
 and call ``register`` once per session: odradek installs one top-level name, ``odradek``, so
 PySpark's automatic lookup (top-level modules named ``pyspark_*``) does not see it. See
 docs/spark.md.
+
+Log directories are read with no broker by a JVM data source shipped in the same package,
+``format("odradek-files")`` (sources in ``odradek/spark/jvm``): put :func:`jar_path` on
+``spark.jars`` when the session starts.
 """
 
 from __future__ import annotations
@@ -28,7 +32,28 @@ if TYPE_CHECKING:
 
     from odradek.spark.source import OdradekDataSource
 
-__all__ = ["DataLossError", "OdradekDataSource", "OdradekOptionError", "register"]
+__all__ = ["DataLossError", "OdradekDataSource", "OdradekOptionError", "jar_path", "register"]
+
+JAR_NAME = "odradek-spark.jar"
+
+
+def jar_path() -> str:
+    """The jar of the JVM data source ``format("odradek-files")`` (reading log directories
+    with no broker): give it to Spark before the session starts, e.g.
+    ``SparkSession.builder.config("spark.jars", odradek.spark.jar_path())`` or
+    ``spark-submit --jars $(python -c 'import odradek.spark as s; print(s.jar_path())')``.
+
+    Raises FileNotFoundError when the jar was not built (no ``javac`` at install time: see
+    docs/spark.md, "Building the jar")."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "jars" / JAR_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: odradek was installed without a JDK 17 (javac); "
+            "install one and reinstall odradek, or run `make install` in a checkout"
+        )
+    return str(path)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,8 @@
 """Fetched record batches → Arrow record batches in the Kafka source's schema, column-wise.
 
-This is the executor's hot path (and the file reader's: it calls :func:`decode_fetch` on raw
-segment bytes). Keys and values never become Python objects, and no Python code runs per
-record:
+This is the executor's hot path of a broker-backed read (the file-backed reader,
+``format("odradek-files")``, decodes in the JVM: odradek/spark/jvm). Keys and values never become
+Python objects, and no Python code runs per record:
 
 1. Walk the batch headers of the fetched bytes (one ``struct`` unpack each), check each CRC-32C
    (``crc32c``), skip control batches, empty batches and batches wholly outside

@@ -85,23 +85,18 @@ class OdradekDataSource(DataSource):
     def schema(self) -> StructType:
         # Called by ``load()``: bad read options fail there, naming the option, as with
         # Spark's Kafka source (whether the query is batch or streaming is not known yet).
+        _refuse_log_dirs(self.options)
         _check_read_options(self.options)
         return read_schema(parse_bool(self.options, "includeHeaders", False))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from odradek.spark.files_source import FilesBatchReader, FilesOptions, has_log_dirs
-
-        if has_log_dirs(self.options):  # the log directories themselves, no broker
-            files = FilesOptions.parse(self.options)
-            _check_schema(schema, files.read)
-            return FilesBatchReader(files)
+        _refuse_log_dirs(self.options)
         options = ReadOptions.parse(self.options, streaming=False)
         _check_schema(schema, options)
         return OdradekBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        if "log.dirs" in {k.lower() for k in self.options}:
-            raise OdradekOptionError("log.dirs", "reading log directories is batch only")
+        _refuse_log_dirs(self.options)
         options = ReadOptions.parse(self.options, streaming=True)
         _check_schema(schema, options)
         return OdradekStreamReader(options)
@@ -119,6 +114,17 @@ class OdradekDataSource(DataSource):
         options = WriteOptions.parse(self.options)
         check_write_schema(schema, options)
         return OdradekStreamWriter(options, schema)
+
+
+def _refuse_log_dirs(options: dict[str, str]) -> None:
+    """``log.dirs`` belongs to the JVM file reader, ``format("odradek-files")``: say so."""
+    if "log.dirs" in {k.lower() for k in options}:
+        raise OdradekOptionError(
+            "log.dirs",
+            'log directories are read by format("odradek-files"), the JVM reader (put '
+            'odradek.spark.jar_path() on spark.jars; docs/spark.md); format("odradek") '
+            "reads through a broker",
+        )
 
 
 def _check_read_options(options: dict[str, str]) -> None:

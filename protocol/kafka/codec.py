@@ -3,7 +3,8 @@
 A frame is ``int32 size`` then the body; this module works on bodies (``frames.py`` style: the
 caller cuts frames). A request body is a request header (:mod:`.headers`) then the request
 struct; a response body is a response header then the response struct. Bodies must be consumed
-exactly: trailing bytes are malformed.
+exactly: trailing bytes are malformed (but for the zero bytes
+``Api.trailing_zeros`` lets through, where a known client writes them).
 
 Errors: :class:`KafkaMalformed` for anything that breaks the wire rules (the broker closes the
 connection); :class:`KafkaUnsupported` for an unknown api key or a version outside the range
@@ -20,7 +21,7 @@ from typing import Any
 
 from odradek.protocol import native
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, headers
+from odradek.protocol.kafka import apis_admin, apis_data, apis_groups, apis_security, headers
 from odradek.protocol.kafka.compiler import StructCodec, struct_codec
 from odradek.protocol.kafka.headers import API_VERSIONS_KEY, RequestHeader
 from odradek.protocol.kafka.primitives import KafkaMalformed
@@ -46,7 +47,7 @@ def _collect(*modules: Any) -> dict[int, Api]:
     return {api.key: api for api in sorted(found, key=lambda a: a.key)}
 
 
-APIS: Mapping[int, Api] = _collect(apis_data, apis_groups, apis_admin)
+APIS: Mapping[int, Api] = _collect(apis_data, apis_groups, apis_admin, apis_security)
 
 # The compiled ProduceRequest v3-v9 decoder (protocol/_kafka_produce.c), or None: it returns what
 # the generated decoder returns, or raises KafkaMalformed where it does (same inputs).
@@ -137,7 +138,7 @@ def _decode_body(plan: _Plan, buf: memoryview, pos: int) -> dict[str, Any]:
         value, end = _produce.decode_produce(buf, pos, plan.flexible)  # type: ignore[union-attr]
     else:
         value, end = plan.codec.decode(buf, pos)
-    if end != len(buf):
+    if end != len(buf) and (len(buf) - end > plan.api.trailing_zeros or any(buf[end:])):
         raise KafkaMalformed(f"{len(buf) - end} trailing bytes after {plan.api.name}")
     return value
 

@@ -152,6 +152,9 @@ class Api:
     request: tuple[F, ...]
     response: tuple[F, ...]
     served: tuple[int, int] | None = None  # None: all of ``versions``
+    # zero bytes a known client writes after a request's end (Kafka's broker ignores
+    # trailing bytes; this codec refuses them but for these): see each Api's comment
+    trailing_zeros: int = 0
 
     def is_flexible(self, version: int) -> bool:
         return self.flexible is not None and version >= self.flexible

@@ -171,6 +171,12 @@ from odradek.protocol.messages.groups import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from odradek.protocol.messages.security import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 __all__ = [
     "ACKS_ALL",
@@ -286,6 +292,10 @@ __all__ = [
     "ProduceTopicResponse",
     "Request",
     "Response",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
     "SegmentDescription",
     "Size32",
     "Str",

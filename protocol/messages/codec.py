@@ -13,7 +13,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer
 
 # The message modules must all be imported before the registry below is built.
-from odradek.protocol.messages import admin, data, groups  # noqa: F401
+from odradek.protocol.messages import admin, data, groups, security  # noqa: F401
 from odradek.protocol.messages.admin import (
     ApiVersionRange,
 )

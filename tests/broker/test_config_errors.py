@@ -40,7 +40,7 @@ def properties(tmp_path: Path, *lines: str) -> Path:
         ("num.partitions=many", ["num.partitions", "'many'"]),
         ("num.partitions=0", ["num.partitions", "'0'"]),
         ("auto.create.topics.enable=maybe", ["auto.create.topics.enable", "'maybe'"]),
-        ("listeners=http://127.0.0.1:1", ["listeners", "http://127.0.0.1:1"]),
+        ("listeners=http://127.0.0.1:1", ["listeners", "HTTP://127.0.0.1:1", "HTTP"]),
         ("metrics.listener=PLAINTEXT://127.0.0.1:1", ["metrics.listener", "PLAINTEXT://"]),
         ("metrics.listener=http://127.0.0.1", ["metrics.listener", "http://127.0.0.1"]),
         ("log.cleanup.policy=shred", ["log.cleanup.policy", "shred"]),

@@ -52,3 +52,28 @@ def test_a_taken_port_is_an_error() -> None:
         done = _console("--listen", f"127.0.0.1:{port}")
     assert done.returncode == 1
     assert done.stderr.startswith("odradek console: error: [Errno 98] Address already in use")
+
+
+def test_an_unreachable_broker_is_a_502_not_a_crash() -> None:
+    import json
+    import signal
+    import urllib.error
+    import urllib.request
+
+    from tests.console.conftest import Console
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    console = Console(f"127.0.0.1:{port}")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(console.url + "/api/topics", timeout=60)
+        assert refused.value.code == 502
+        assert json.loads(refused.value.read())["error"].startswith("broker unreachable")
+        with urllib.request.urlopen(console.url + "/", timeout=30) as page:  # pages still load
+            assert page.status == 200
+    finally:
+        status, err = console.stop()
+    assert status == -signal.SIGTERM, err
+    assert "Traceback" not in err, err

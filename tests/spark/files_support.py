@@ -1,4 +1,5 @@
-"""Helpers of the file-backed reader's tests: load log directories, snapshot them, produce."""
+"""Helpers of the file-backed reader's tests (``format("odradek-files")``, the JVM reader in
+odradek/spark/jvm): load log directories, snapshot them, produce."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.broker.wire import Wire
 
 
 def load_files(spark: Any, roots: Sequence[Path], **options: str) -> Any:
-    reader = spark.read.format("odradek").option("log.dirs", ",".join(str(r) for r in roots))
+    reader = spark.read.format("odradek-files").option("log.dirs", ",".join(str(r) for r in roots))
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load()

@@ -42,6 +42,7 @@ def _spark() -> Any:
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.sql.streaming.stopTimeout", "30s")
+            .config("spark.jars", odradek.spark.jar_path())  # format("odradek-files")
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")

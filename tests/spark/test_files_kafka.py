@@ -157,3 +157,45 @@ def test_files_a_crash_leaves_behind(spark: Any, tmp_path: Path) -> None:
     # An unfinished pass (a .cleaned at or below the swap): the swap is ignored.
     segment(part, 0, batch(3, 1), suffix=".cleaned")
     assert offsets_of(load_files(spark, [root], subscribe="left")) == list(range(15))
+
+
+def test_legacy_message_sets_of_kafka_before_0_11(spark: Any, tmp_path: Path) -> None:
+    """v0 and v1 messages, plain and in gzip / snappy / lz4 wrappers (built by kafka-python),
+    then a v2 batch: the offsets, keys, values and timestamps the protocol codec decodes."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    from odradek.protocol.legacy import decode_legacy_records
+
+    def legacy(magic: int, codec: int, base: int, count: int) -> bytes:
+        builder = LegacyRecordBatchBuilder(magic, codec, 1 << 30)
+        for o in range(base, base + count):
+            assert builder.append(o, T0 + o, b"k%d" % o, b"v%d" % o) is not None
+        data = bytes(builder.build())
+        if codec:  # a broker gives a wrapper its last inner offset (bytes 0..7, outside the CRC)
+            data = struct.pack(">q", base + count - 1) + data[8:]
+        return data
+
+    entries = [
+        legacy(0, 0, 0, 2),
+        legacy(1, 0, 2, 2),
+        legacy(1, 1, 4, 3),  # gzip wrapper
+        legacy(1, 2, 7, 2),  # snappy wrapper
+        legacy(1, 3, 9, 2),  # lz4 wrapper (v1: the fixed framing)
+    ]
+    expected = []
+    for data in entries:
+        position = 0
+        while position < len(data):  # a plain set holds one message per entry
+            size = struct.unpack_from(">i", data, position + 8)[0] + 12
+            for r in decode_legacy_records(data[position : position + size]):
+                expected.append((r.offset, r.key, r.value, r.timestamp_ms * 1000))
+            position += size
+    assert [e[0] for e in expected] == list(range(11))
+    segment(tmp_path / "logs" / "old-0", 0, *entries, batch(11, 2))
+    df = load_files(spark, [tmp_path / "logs"], subscribe="old")
+    got = df.selectExpr("offset", "key", "value", "unix_micros(timestamp)").collect()
+    assert sorted(tuple(r) for r in got) == [
+        *expected,
+        *((o, b"k%d" % o, b"v%d" % o, (T0 + o) * 1000) for o in (11, 12)),
+    ]
+    assert df.where("offset >= 4").count() == 9  # the count-only path over wrappers

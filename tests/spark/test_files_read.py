@@ -1,5 +1,6 @@
-"""``format("odradek").option("log.dirs", ...)`` against a real broker's directories, after the
-broker stopped: rows, compression, bounds, several roots, splitting, options, read-only."""
+"""``format("odradek-files").option("log.dirs", ...)`` (the JVM reader) against a real broker's
+directories, after the broker stopped: rows, compression, bounds, several roots, splitting,
+column pruning, options, read-only."""
 
 from __future__ import annotations
 
@@ -91,6 +92,9 @@ def test_offset_and_timestamp_bounds(spark: Any, stopped: Stopped) -> None:
         spark, stopped.roots, assign='{"plain":[1]}', startingOffsets=starting, endingOffsets=ending
     )
     assert rows(df) == [r for r in expected if 25 <= r[2] < 610]
+    # count(*) reads no column: whole batches count their header's record count, the two
+    # batches cut by the bounds are decoded for their offsets.
+    assert df.count() == 610 - 25
     # Batch i has timestamp T0 + i and offsets 20 i .. 20 i + 19.
     df = load_files(spark, stopped.roots, assign='{"plain":[1]}', startingTimestamp=str(T0 + 33))
     assert rows(df) == [r for r in expected if r[2] >= 660]
@@ -117,6 +121,22 @@ def test_splits_segments_by_bytes_and_for_min_partitions(spark: Any, stopped: St
     assert rows(more) == stopped.expected("packed", 0)
 
 
+def test_a_query_reads_only_the_columns_it_needs(spark: Any, stopped: Stopped) -> None:
+    df = load_files(spark, stopped.roots, subscribe="plain")
+    assert _scan_columns(df.groupBy().count()) == set()
+    assert _scan_columns(df.selectExpr("sum(length(value))")) == {"value"}
+    answer = df.selectExpr("count(*)", "sum(length(value))", "max(offset)").collect()[0]
+    assert tuple(answer) == (3 * 40 * 20, 3 * 40 * 20 * 100, 40 * 20 - 1)
+
+
+def _scan_columns(df: Any) -> set[str]:
+    """The columns the ``BatchScan`` of ``df``'s physical plan reads."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    (scan,) = [line for line in plan.splitlines() if "BatchScan odradek-files" in line]
+    listed = scan.split("[", 1)[1].split("]", 1)[0]
+    return {c.split("#")[0] for c in listed.split(", ") if c}
+
+
 def test_pattern_headers_and_empty_topic(spark: Any, stopped: Stopped) -> None:
     df = load_files(spark, stopped.roots, subscribePattern="pl.*|emp.*", includeHeaders="true")
     assert "headers" in df.columns
@@ -141,7 +161,7 @@ def test_pattern_headers_and_empty_topic(spark: Any, stopped: Stopped) -> None:
 def test_bad_options_fail_naming_the_option(
     spark: Any, stopped: Stopped, options: dict[str, str], named: str
 ) -> None:
-    reader = spark.read.format("odradek").option(
+    reader = spark.read.format("odradek-files").option(
         "log.dirs", ",".join(str(r) for r in stopped.roots)
     )
     if "subscribe" not in options and "assign" not in options:
@@ -154,10 +174,15 @@ def test_bad_options_fail_naming_the_option(
 
 def test_streaming_from_log_dirs_is_refused(spark: Any, stopped: Stopped) -> None:
     stream = (
-        spark.readStream.format("odradek")
+        spark.readStream.format("odradek-files")
         .option("log.dirs", str(stopped.roots[0]))
         .option("subscribe", "plain")
-        .load()
     )
-    with pytest.raises(Exception, match=r"option 'log\.dirs'"):
-        stream.writeStream.format("noop").start().processAllAvailable()
+    with pytest.raises(Exception, match="odradek-files does not support streamed reading"):
+        stream.load()
+
+
+def test_the_python_source_points_at_the_file_reader(spark: Any, stopped: Stopped) -> None:
+    reader = spark.read.format("odradek").option("log.dirs", str(stopped.roots[0]))
+    with pytest.raises(Exception, match=r"option 'log\.dirs'.*format\(\"odradek-files\"\)"):
+        reader.option("subscribe", "plain").load()

@@ -1,23 +1,20 @@
-"""The file-backed reader's parts without Spark: index readers, planning, and what a task does
-when retention or compaction changed its segment after planning."""
+"""The file-backed reader's planning and tasks driven one by one through the DataSource V2
+interfaces (py4j, the test session's JVM): planned ranges, and what a task does when
+retention or compaction changed its segment after planning."""
 
 from __future__ import annotations
 
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from odradek.protocol.records import encode_batch
-from odradek.spark.files_layout import LogDirs
-from odradek.spark.files_plan import plan_file_ranges
-from odradek.spark.files_read import read_file_range
-from odradek.spark.metadata import DataLossError
-from odradek.spark.planning import OffsetRange
-from odradek.storage.log_view import locate, read_offset_index, read_time_index
 
 T0 = 1_700_000_000_000
+OFFSET_COLUMN = 4  # key, value, topic, partition, offset, ...
 
 
 def batch(base: int, count: int) -> bytes:
@@ -33,65 +30,86 @@ def write_partition(root: Path, batches: int = 20, per_batch: int = 5) -> Path:
     return part
 
 
-def read_all(task: object, fail: bool = True) -> list[int]:
-    out: list[int] = []
-    for rb in read_file_range(
-        task, include_headers=False, chunk_bytes=1024, fail_on_data_loss=fail
-    ):  # type: ignore[arg-type]
-        out += rb.column("offset").to_pylist()
-    return out
+def plan(spark: Any, root: Path, **options: str) -> tuple[Any, list[Any]]:
+    """The scan's batch and its planned tasks (``FileRange``), as Spark's driver gets them."""
+    jvm = spark._jvm
+    props = jvm.java.util.HashMap()
+    for name, value in {"log.dirs": str(root), "subscribe": "t", **options}.items():
+        props.put(name, value)
+    cased = jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(props)
+    source = jvm.odradek.files.FilesSource()
+    transforms = spark.sparkContext._gateway.new_array(
+        jvm.org.apache.spark.sql.connector.expressions.Transform, 0
+    )
+    table = source.getTable(source.inferSchema(cased), transforms, props)
+    scan_batch = table.newScanBuilder(cased).build().toBatch()
+    return scan_batch, list(scan_batch.planInputPartitions())
 
 
-def test_index_readers_keep_the_valid_prefix_of_preallocated_files(tmp_path: Path) -> None:
-    index = tmp_path / "0.index"
-    index.write_bytes(struct.pack(">iiii", 4, 100, 9, 250) + bytes(8 * 1000))
-    assert read_offset_index(index, 1000) == [(1004, 100), (1009, 250)]
-    index.write_bytes(bytes(8 * 1000))  # an empty, preallocated index
-    assert read_offset_index(index, 1000) == []
-    assert read_offset_index(tmp_path / "missing.index", 0) == []
-    timeindex = tmp_path / "0.timeindex"
-    timeindex.write_bytes(struct.pack(">qiqi", T0, 4, T0 + 5, 9) + bytes(12 * 10) + b"\x01")
-    assert read_time_index(timeindex, 1000) == [(T0, 1004), (T0 + 5, 1009)]
-    assert not (tmp_path / "missing.index").exists()  # reading never creates a file
-
-
-def test_locate_ignores_an_index_entry_that_does_not_fit_the_log(tmp_path: Path) -> None:
-    part = write_partition(tmp_path)
-    fd = os.open(part / f"{0:020d}.log", os.O_RDONLY)
+def read(scan_batch: Any, task: Any) -> list[int]:
+    """The offsets one task returns."""
+    reader = scan_batch.createReaderFactory().createColumnarReader(task)
+    offsets: list[int] = []
     try:
-        size = os.fstat(fd).st_size
-        good = locate(fd, [], 42, size)
-        assert good is not None and good.base_offset == 40
-        assert locate(fd, [(40, 7)], 42, size) == good  # a position inside a batch
-        assert locate(fd, [(40, good.position)], 42, size) == good
-        assert locate(fd, [], 100, size) is None
+        while reader.next():
+            columns = reader.get()
+            vector = columns.column(OFFSET_COLUMN)
+            offsets += [vector.getLong(i) for i in range(columns.numRows())]
     finally:
-        os.close(fd)
+        reader.close()
+    return offsets
 
 
-def test_planned_ranges_are_disjoint_and_cover_the_range(tmp_path: Path) -> None:
+def test_planned_ranges_are_disjoint_and_cover_the_range(spark: Any, tmp_path: Path) -> None:
     write_partition(tmp_path)
-    plog = LogDirs([str(tmp_path)]).partition_log(("t", 0))
-    assert (plog.log_start_offset, plog.log_end_offset) == (0, 100)
-    tasks = plan_file_ranges(plog, OffsetRange("t", 0, 3, 97), max_partition_bytes=1 << 30)
+    scan_batch, tasks = plan(
+        spark, tmp_path, startingOffsets='{"t":{"0":3}}', endingOffsets='{"t":{"0":97}}'
+    )
     assert len(tasks) == 1  # no index: no cut points, one task for the segment
-    assert read_all(tasks[0]) == list(range(3, 97))
+    (task,) = tasks
+    assert (task.fromOffset(), task.untilOffset(), task.startPosition()) == (3, 97, 0)
+    assert read(scan_batch, task) == list(range(3, 97))
+    _, split = plan(spark, tmp_path, maxRecordsPerPartition="30")
+    assert [(t.fromOffset(), t.untilOffset()) for t in split] == [
+        (0, 25),
+        (25, 50),
+        (50, 75),
+        (75, 100),
+    ]
 
 
-def test_a_segment_renamed_deleted_or_replaced_after_planning(tmp_path: Path) -> None:
+def test_a_segment_renamed_deleted_or_replaced_after_planning(spark: Any, tmp_path: Path) -> None:
     part = write_partition(tmp_path)
-    plog = LogDirs([str(tmp_path)]).partition_log(("t", 0))
-    (task,) = plan_file_ranges(plog, OffsetRange("t", 0, 10, 60), 1 << 30)
+    scan_batch, (task,) = plan(
+        spark, tmp_path, startingOffsets='{"t":{"0":10}}', endingOffsets='{"t":{"0":60}}'
+    )
     live = part / f"{0:020d}.log"
     # Retention renames before it deletes: the task finds its file by inode.
     os.rename(live, live.with_name(live.name + ".deleted"))
-    assert read_all(task) == list(range(10, 60))
+    assert read(scan_batch, task) == list(range(10, 60))
     # Compaction replaced it (a new inode, other positions): read by offsets.
     live.write_bytes(batch(12, 1) + batch(33, 2) + batch(80, 1))
-    assert read_all(task) == [12, 33, 34]
+    assert read(scan_batch, task) == [12, 33, 34]
     # Gone altogether: data loss, an error unless failOnDataLoss=false.
     os.unlink(live)
     os.unlink(live.with_name(live.name + ".deleted"))
-    with pytest.raises(DataLossError, match="deleted after the read was planned"):
-        read_all(task)
-    assert read_all(task, fail=False) == []
+    with pytest.raises(Exception, match="deleted after the read was planned"):
+        read(scan_batch, task)
+    lenient, _ = plan_after_loss(spark, tmp_path, task)
+    assert read(lenient, task) == []
+
+
+def plan_after_loss(spark: Any, root: Path, task: Any) -> tuple[Any, None]:
+    """A scan with failOnDataLoss=false over a directory whose partition is now empty."""
+    scan_batch, tasks = plan(spark, root, failOnDataLoss="false")
+    assert tasks == []  # nothing left to plan
+    return scan_batch, None
+
+
+def test_an_index_entry_that_does_not_fit_the_log_is_ignored(spark: Any, tmp_path: Path) -> None:
+    part = write_partition(tmp_path)
+    # Offset 40 indexed at position 7, inside the first batch: no scan may start there.
+    (part / f"{0:020d}.index").write_bytes(struct.pack(">ii", 40, 7))
+    scan_batch, (task,) = plan(spark, tmp_path, startingOffsets='{"t":{"0":42}}')
+    assert task.startPosition() > 7
+    assert read(scan_batch, task) == list(range(42, 100))

@@ -1,0 +1,19 @@
+package odradek.files;
+
+import java.io.Serializable;
+
+/** One partition of one topic; ordered by topic, then partition (the planning order). */
+public record TopicPartition(String topic, int partition)
+    implements Comparable<TopicPartition>, Serializable {
+
+  @Override
+  public int compareTo(TopicPartition other) {
+    int byTopic = topic.compareTo(other.topic);
+    return byTopic != 0 ? byTopic : Integer.compare(partition, other.partition);
+  }
+
+  @Override
+  public String toString() {
+    return topic + "-" + partition;
+  }
+}
