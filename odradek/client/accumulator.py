@@ -15,13 +15,17 @@ Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 deadline. Completion runs the batch's callbacks exactly once; record futures
 (:mod:`odradek.client.futures`) derive their :class:`RecordMetadata` from the batch.
 
-Lock-free tails (the blocking producer's hot path): the open batch of a topic's sticky
-partition may be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever
-pops it from that dict (``dict.pop`` is atomic under the GIL) owns it exclusively: ``send()``
-pops it, appends a record without any lock and puts it back; every other writer (closing it,
-a locked append) must own it the same way, and waits (or skips it) while another thread holds
-it — so a tail is never read while being appended to. ``tail_of`` (guarded by the caller's
-lock) names each topic's live tail, so a tail held by a sender is told apart from no tail.
+Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
+be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
+that dict (``dict.pop`` is atomic under the GIL) owns it exclusively: ``send()``'s tail append
+takes it, appends a record without any lock and puts it back (the C append does all of it
+without releasing the GIL, so it never leaves the dict); every other writer (closing it, a
+locked append) must own it the same way, and waits (or skips it) while another thread holds
+it — so a tail is never read while being appended to. A full tail is closed by the next
+record that does not fit it (:meth:`Accumulator.retire_full_tail`), and the open batch of the
+sticky partition becomes the tail whenever the topic has none (:meth:`Accumulator.add`).
+``tail_of`` (guarded by the caller's lock) names each topic's live tail, so a tail held by a
+sender is told apart from no tail.
 Bytes appended lock-free join ``buffered_bytes`` when the batch closes (``accounted_bytes``
 says how many of a batch's bytes already have), and the lock-free path does not wait for
 memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
