@@ -203,9 +203,10 @@ class Accumulator:
         fresh = False
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
-                self.close(batch)
+                self.close(batch)  # a tail we own is closed with it: the new batch is not one
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
             fresh = True
+            owned = False
         if tail and not owned and value is not None and not headers:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:

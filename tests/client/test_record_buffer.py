@@ -178,3 +178,42 @@ def test_the_compiled_appender_needs_slots_for_its_futures() -> None:
 
     with pytest.raises(TypeError, match="__slots__"):
         compiled.TailAppender({}, 100, NoSlots)
+
+
+def _tails_consistent(acc: Any) -> bool:
+    """Every published tail is its topic's live tail and its partition's open batch."""
+    return all(
+        batch.is_tail and acc.tail_of.get(topic) is batch and acc.open.get(batch.tp) is batch
+        for topic, batch in acc.tails.items()
+    )
+
+
+@pytest.mark.parametrize("tail_next", [True, False])
+def test_a_record_that_closes_a_full_tail_never_publishes_a_plain_batch(tail_next: bool) -> None:
+    # a keyed record (or one with headers) arriving when the tail is full closes it; the new
+    # batch it opens must not be published as the tail without being one, or lock-free
+    # appends would go on into it after it closes (records sent twice, offsets shifted)
+    from odradek.client.accumulator import Accumulator
+    from odradek.protocol.records import Compression
+
+    acc = Accumulator(
+        batch_size=36 * 4 + 400,
+        linger_s=60.0,
+        delivery_timeout_s=60.0,
+        compression=Compression.NONE,
+        on_batch_closed=lambda tp, n: None,
+    )
+    first = None
+    for _ in range(4):  # four 100-byte null-key records fill the tail
+        added = acc.add("t", 0, None, bytes(100), 0, None, 136, 0.0, True)
+        assert added is not None and _tails_consistent(acc)
+        first = first or added[0]
+    assert acc.tails["t"] is first
+    key, headers = (b"k", None) if tail_next else (None, [("h", b"1")])
+    added = acc.add("t", 0, key, bytes(100), 0, headers, 136 + 14, 0.0, False)
+    assert added is not None and added[2]  # a fresh batch: the tail was full
+    assert list(acc.ready) == [first] and _tails_consistent(acc)
+    assert "t" not in acc.tails  # no tail until a null-key record makes the open batch one
+    again = acc.add("t", 0, None, bytes(100), 0, None, 136, 0.0, True)
+    assert again is not None and again[0] is added[0] and acc.tails["t"] is added[0]
+    assert _tails_consistent(acc)
