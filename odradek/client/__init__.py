@@ -13,9 +13,12 @@ from odradek.client import errors
 from odradek.client.admin import Admin, AsyncAdmin
 from odradek.client.async_client import AsyncClient
 from odradek.client.async_consumer import AsyncConsumer
-from odradek.client.async_producer import AsyncProducer, DeliveryHandle
+from odradek.client.async_producer import AsyncProducer
+from odradek.client.blocking_client import Client
+from odradek.client.config import ClientConfig, ConsumerConfig, ProducerConfig
 from odradek.client.consumer import Consumer
 from odradek.client.errors import *  # noqa: F403 - one class per error code
+from odradek.client.futures import DeliveryHandle
 from odradek.client.group_ops import (
     GroupDescription,
     GroupListing,
@@ -24,7 +27,6 @@ from odradek.client.group_ops import (
 )
 from odradek.client.partitioner import murmur2
 from odradek.client.producer import Producer
-from odradek.client.sync_client import Client
 from odradek.client.types import (
     BrokerMetadata,
     ClusterMetadata,
@@ -49,13 +51,16 @@ __all__ = [
     "AsyncConsumer",
     "AsyncProducer",
     "Client",
+    "ClientConfig",
     "Consumer",
+    "ConsumerConfig",
     "DeliveryHandle",
     "GroupDescription",
     "GroupListing",
     "MemberDescription",
     "OffsetAndMetadata",
     "Producer",
+    "ProducerConfig",
     "BrokerMetadata",
     "ClusterMetadata",
     "ConfigEntry",

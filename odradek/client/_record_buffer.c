@@ -29,10 +29,6 @@
  * client/accumulator.py; here the GIL makes the append atomic) and returns
  * RecordFuture(batch, index) — or None when there is no tail in the dict, the tail is full,
  * the value is not bytes or the appender is closed; the caller then takes the locked path.
- * TailAppender.send(*args, **kwargs) is the whole of Producer.send() for an instance: the
- * call send(topic, value) goes to append(), every other call (and a declined append) to the
- * `fallback`, the Python Producer.send bound to the producer — so the commonest call runs
- * no Python code at all.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -579,7 +575,8 @@ typedef struct {
     Py_ssize_t batch_offset; /* where its `_batch` and `_index` slots live in the object */
     Py_ssize_t index_offset;
     Py_ssize_t limit_bytes; /* a batch's size_bytes may not pass this */
-    PyObject *fallback;     /* send() for every call the fast path does not take, or None */
+    PyObject *last_batch;   /* the batch appended to last, and its `records` (strong refs: */
+    PyObject *last_records; /* a batch's records never change, so the lookup is done once) */
     char closed;
 } TailAppender;
 
@@ -611,12 +608,12 @@ slot_offset(PyTypeObject *type, PyObject *name)
 static int
 TailAppender_init(TailAppender *self, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"tails", "limit_bytes", "future_type", "fallback", NULL};
-    PyObject *tails, *future_type, *fallback = Py_None;
+    static char *keywords[] = {"tails", "limit_bytes", "future_type", NULL};
+    PyObject *tails, *future_type;
     Py_ssize_t limit_bytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nO!|O:TailAppender", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!nO!:TailAppender", keywords,
                                      &PyDict_Type, &tails, &limit_bytes, &PyType_Type,
-                                     &future_type, &fallback)) {
+                                     &future_type)) {
         return -1;
     }
     self->batch_offset = slot_offset((PyTypeObject *)future_type, str_batch);
@@ -628,8 +625,6 @@ TailAppender_init(TailAppender *self, PyObject *args, PyObject *kwargs)
     Py_XSETREF(self->tails, tails);
     Py_INCREF(future_type);
     Py_XSETREF(self->future_type, (PyTypeObject *)future_type);
-    Py_INCREF(fallback);
-    Py_XSETREF(self->fallback, fallback);
     self->limit_bytes = limit_bytes;
     self->closed = 0;
     return 0;
@@ -640,7 +635,8 @@ TailAppender_traverse(TailAppender *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->tails);
     Py_VISIT(self->future_type);
-    Py_VISIT(self->fallback);
+    Py_VISIT(self->last_batch);
+    Py_VISIT(self->last_records);
     return 0;
 }
 
@@ -649,7 +645,8 @@ TailAppender_clear(TailAppender *self)
 {
     Py_CLEAR(self->tails);
     Py_CLEAR(self->future_type);
-    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->last_batch);
+    Py_CLEAR(self->last_records);
     return 0;
 }
 
@@ -702,7 +699,8 @@ TailAppender_append(TailAppender *self, PyObject *const *args, Py_ssize_t nargs)
         }
         Py_RETURN_NONE; /* no tail, or another thread holds it */
     }
-    PyObject *records = PyObject_GetAttr(batch, str_records);
+    int cached = batch == self->last_batch;
+    PyObject *records = cached ? Py_NewRef(self->last_records) : PyObject_GetAttr(batch, str_records);
     if (records == NULL) {
         Py_DECREF(future);
         return NULL;
@@ -724,38 +722,25 @@ TailAppender_append(TailAppender *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(index);
         goto fail;
     }
-    Py_DECREF(records);
     /* the fresh object's slots are NULL: store the new references directly */
     *(PyObject **)((char *)future + self->batch_offset) = Py_NewRef(batch);
     *(PyObject **)((char *)future + self->index_offset) = index;
+    if (!cached) {
+        /* remember this batch; the previous one is let go last, once the append is whole
+         * (its release may run finalizers, hence Python code and other threads) */
+        PyObject *old_batch = self->last_batch, *old_records = self->last_records;
+        self->last_batch = Py_NewRef(batch);
+        self->last_records = records; /* takes our reference */
+        Py_XDECREF(old_batch);
+        Py_XDECREF(old_records);
+        return future;
+    }
+    Py_DECREF(records);
     return future;
 fail:
     Py_DECREF(records);
     Py_DECREF(future);
     return NULL;
-}
-
-PyDoc_STRVAR(tail_send_doc,
-"send(topic, value=None, key=None, *, partition=None, timestamp_ms=None, headers=None)\n\n"
-"Producer.send(): send(topic, value) with bytes is append(topic, value) when that takes it;\n"
-"every other call, and a declined append, goes to fallback with the same arguments.");
-
-static PyObject *
-TailAppender_send(TailAppender *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs == 2 && kwnames == NULL) {
-        PyObject *future = TailAppender_append(self, args, 2);
-        if (future != Py_None) {
-            return future; /* appended, or an error */
-        }
-        Py_DECREF(future);
-    }
-    if (self->fallback == NULL || self->fallback == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "this TailAppender has no fallback for send()");
-        return NULL;
-    }
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
 static PyObject *
@@ -782,8 +767,6 @@ TailAppender_set_closed(TailAppender *self, PyObject *value, void *Py_UNUSED(clo
 static PyMethodDef TailAppender_methods[] = {
     {"append", (PyCFunction)(void (*)(void))TailAppender_append, METH_FASTCALL,
      tail_append_doc},
-    {"send", (PyCFunction)(void (*)(void))TailAppender_send, METH_FASTCALL | METH_KEYWORDS,
-     tail_send_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -796,8 +779,8 @@ static PyGetSetDef TailAppender_getset[] = {
 static PyTypeObject TailAppender_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "odradek.client._record_buffer.TailAppender",
-    .tp_doc = PyDoc_STR("TailAppender(tails, limit_bytes, future_type, fallback=None): "
-                        "send()'s hot path."),
+    .tp_doc = PyDoc_STR("TailAppender(tails, limit_bytes, future_type): "
+                        "Producer.send()'s hot path."),
     .tp_basicsize = sizeof(TailAppender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_new = PyType_GenericNew,

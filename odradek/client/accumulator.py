@@ -1,4 +1,4 @@
-"""The producer's record accumulator: per-partition batches, delivery futures, batch encoding.
+"""The producer's record accumulator: per-partition batches and their encoding.
 
 Shared by :class:`odradek.client.producer.Producer` (a sender thread) and
 :class:`odradek.client.async_producer.AsyncProducer` (a sender task); no I/O here.
@@ -12,17 +12,20 @@ topic's sticky partition moves the sticky partition (KIP-480).
 Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 ``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
 *front* of the ready queue (ahead of later batches of its partition) until its delivery
-deadline. Completion runs the batch's callbacks exactly once; record futures derive their
-:class:`RecordMetadata` from the batch (one shared result per batch, like Kafka's
-``FutureRecordMetadata``).
+deadline. Completion runs the batch's callbacks exactly once; record futures
+(:mod:`odradek.client.futures`) derive their :class:`RecordMetadata` from the batch.
 
-Lock-free tails (the blocking producer's hot path): the open batch of a topic's sticky
-partition may be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever
-pops it from that dict (``dict.pop`` is atomic under the GIL) owns it exclusively: ``send()``
-pops it, appends a record without any lock and puts it back; every other writer (closing it,
-a locked append) must own it the same way, and waits (or skips it) while another thread holds
-it — so a tail is never read while being appended to. ``tail_of`` (guarded by the caller's
-lock) names each topic's live tail, so a tail held by a sender is told apart from no tail.
+Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
+be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
+that dict (``dict.pop`` is atomic under the GIL) owns it exclusively: ``send()``'s tail append
+takes it, appends a record without any lock and puts it back (the C append does all of it
+without releasing the GIL, so it never leaves the dict); every other writer (closing it, a
+locked append) must own it the same way, and waits (or skips it) while another thread holds
+it — so a tail is never read while being appended to. A full tail is closed by the next
+record that does not fit it (:meth:`Accumulator.retire_full_tail`), and the open batch of the
+sticky partition becomes the tail whenever the topic has none (:meth:`Accumulator.add`).
+``tail_of`` (guarded by the caller's lock) names each topic's live tail, so a tail held by a
+sender is told apart from no tail.
 Bytes appended lock-free join ``buffered_bytes`` when the batch closes (``accounted_bytes``
 says how many of a batch's bytes already have), and the lock-free path does not wait for
 memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
@@ -31,12 +34,10 @@ exceeded by at most one open batch per topic.
 
 from __future__ import annotations
 
-import logging
 import struct
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from crc32c import crc32c
@@ -46,14 +47,7 @@ from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
 from odradek.protocol.records import Compression
 
-__all__ = [
-    "BATCH_HEADER_BYTES",
-    "Accumulator",
-    "Batch",
-    "RecordFuture",
-    "encode_batch",
-    "record_future",
-]
+__all__ = ["BATCH_HEADER_BYTES", "Accumulator", "Batch", "encode_batch"]
 
 _PREFIX = struct.Struct(">qiibI")
 _TAIL = struct.Struct(">hiqqqhii")
@@ -140,120 +134,6 @@ class Batch:
         )
 
 
-class RecordFuture(Future):  # type: ignore[type-arg]
-    """A ``concurrent.futures.Future[RecordMetadata]`` that costs nothing until used.
-
-    Creating a real Future per record costs ~2 µs (a Condition and an RLock); this one stores
-    ``(batch, index)`` in slots. Its public methods (``done``, ``result``, ``exception``,
-    ``add_done_callback``, ...) read the batch's shared result directly; it becomes a real
-    Future (settled from the batch) only the first time other Future machinery
-    (``concurrent.futures.wait``, ``as_completed``) reads one of its (still empty) fields.
-    Create one with :func:`record_future` (no ``__init__`` call: ~100 ns cheaper)."""
-
-    __slots__ = (
-        "_batch",
-        "_condition",
-        "_done_callbacks",
-        "_exception",
-        "_index",
-        "_result",
-        "_state",
-        "_waiters",
-    )
-
-    def __init__(self, batch: Batch, index: int) -> None:  # no super().__init__: lazy
-        self._batch = batch
-        self._index = index
-
-    def __getattr__(self, name: str) -> Any:  # only called for an empty slot
-        if name in _LAZY_FIELDS:
-            self._materialize()
-            return object.__getattribute__(self, name)
-        raise AttributeError(name)
-
-    def _materialize(self) -> None:
-        with _MATERIALIZE_LOCK:
-            try:
-                object.__getattribute__(self, "_condition")
-                return
-            except AttributeError:
-                Future.__init__(self)
-        self._batch.add_done_callback(self._settle)
-
-    def _settle(self, batch: Batch) -> None:
-        if batch.error is not None:
-            self.set_exception(batch.error)
-        else:
-            self.set_result(batch.metadata(self._index))
-
-    # -- the Future API, straight from the batch (delivery cannot be cancelled) -------------
-    def cancel(self) -> bool:
-        return False
-
-    def cancelled(self) -> bool:
-        return False
-
-    def running(self) -> bool:
-        return not self._batch.is_done
-
-    def done(self) -> bool:
-        return self._batch.is_done
-
-    def result(self, timeout: float | None = None) -> RecordMetadata:
-        batch = self._batch
-        if not batch.is_done:
-            _wait_for(batch, timeout)
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        batch = self._batch
-        if not batch.is_done:
-            _wait_for(batch, timeout)
-        return batch.error
-
-    def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
-        """Call ``fn(future)`` once the record is delivered or failed (at once if it is);
-        an exception it raises is logged, as ``concurrent.futures`` does."""
-
-        def call(_: Batch) -> None:
-            try:
-                fn(self)
-            except Exception:
-                _LOGGER.exception("exception calling callback for %r", self)
-
-        self._batch.add_done_callback(call)
-
-
-def record_future(batch: Batch, index: int) -> RecordFuture:
-    future = _new_object(RecordFuture)
-    future._batch = batch
-    future._index = index
-    return future
-
-
-def _wait_for(batch: Batch, timeout: float | None) -> None:
-    done = threading.Event()
-    batch.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout):
-        raise TimeoutError(f"record not delivered within {timeout} s")
-
-
-_new_object = object.__new__
-_LOGGER = logging.getLogger("odradek.client.producer")
-_LAZY_FIELDS = frozenset(
-    ("_condition", "_state", "_result", "_exception", "_waiters", "_done_callbacks")
-)
-_MATERIALIZE_LOCK = threading.Lock()
-
-
-class FailedFuture(Future):  # type: ignore[type-arg]
-    def __init__(self, error: BaseException) -> None:
-        super().__init__()
-        self.set_exception(error)
-
-
 class Accumulator:
     """Open and ready batches of one producer. Not thread-safe: the caller holds a lock."""
 
@@ -263,9 +143,11 @@ class Accumulator:
         batch_size: int,
         linger_s: float,
         delivery_timeout_s: float,
+        compression: Compression,
         on_batch_closed: Callable[[TopicPartition, int], None],
     ) -> None:
         self.batch_size = batch_size
+        self.compression = compression
         self.linger_s = linger_s
         self.delivery_timeout_s = delivery_timeout_s
         self.open: dict[TopicPartition, Batch] = {}
@@ -296,6 +178,88 @@ class Accumulator:
         batch.accounted_bytes += added
         self.buffered_bytes += added
         return index
+
+    def add(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int,
+        headers: list[tuple[str, bytes | None]] | None,
+        size: int,
+        now_s: float,
+        tail: bool = False,
+    ) -> tuple[Batch, int, bool] | None:
+        """Append a record of estimated ``size`` to the partition's open batch, closing it and
+        opening a new one when it would pass ``batch_size``: ``(batch, index, fresh)`` (fresh:
+        the batch was opened for it), or ``None`` while another thread holds that batch as
+        its topic's tail (try again). ``tail``: a new batch may become the topic's tail (a
+        null-key record without headers for the sticky partition)."""
+        batch = self.open.get((topic, partition))  # a plain tuple finds a TopicPartition
+        owned = batch is not None and batch.is_tail
+        if owned and not self.own_tail(batch):  # type: ignore[arg-type]
+            return None
+        fresh = False
+        if batch is None or batch.size_bytes + size > self.batch_size:
+            if batch is not None:
+                self.close(batch)  # a tail we own is closed with it: the new batch is not one
+            batch = self.new_batch(TopicPartition(topic, partition), now_s)
+            fresh = True
+            owned = False
+        if tail and not owned and value is not None and not headers:
+            owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
+            if owned:
+                self.make_tail(batch)
+        index = self.append(batch, key, value, timestamp_ms, headers)
+        if owned:
+            self.tails[topic] = batch
+        return batch, index, fresh
+
+    def retire_full_tail(self, topic: str, size: int) -> bool:
+        """Close ``topic``'s tail batch if a record of ``size`` no longer fits it (so the
+        sticky partition moves on before the record is placed); whether it did."""
+        batch = self.tail_of.get(topic)
+        if batch is None or batch.size_bytes + size <= self.batch_size:
+            return False
+        if not self.own_tail(batch):
+            return False  # held by a lock-free append: it will be found full again
+        self.close(batch)
+        return True
+
+    def add_columns(
+        self,
+        topic: str,
+        partition: int,
+        columns: tuple[Any, Any, Any],
+        start: int,
+        timestamp_ms: int,
+        now_s: float,
+    ) -> tuple[int, Batch, int, bool] | None:
+        """Append the rows ``start``, ``start + 1``, ... of ``columns`` (``(values, keys,
+        rows)``: see ``RecordBuffer.extend``; stamped ``timestamp_ms``) to the partition's open
+        batch (a tail is owned and closed first: the two paths never share a batch) up to
+        ``batch_size``, closing it when rows are left: ``(next row, batch, index of its first
+        new record, fresh)``, or ``None`` while another thread holds the tail (try again)."""
+        batch = self.open.get((topic, partition))
+        if batch is not None and batch.is_tail:
+            if not self.own_tail(batch):
+                return None
+            self.close(batch)
+            batch = None
+        fresh = batch is None
+        if batch is None:
+            batch = self.new_batch(TopicPartition(topic, partition), now_s)
+        values, keys, rows = columns
+        records = batch.records
+        first, before = len(records), records.size_bytes
+        end = records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
+        added = records.size_bytes - before
+        batch.accounted_bytes += added
+        self.buffered_bytes += added
+        if end < len(memoryview(rows).cast("B")) // 8:
+            self.close(batch)  # full: the next rows go to a new batch
+        return end, batch, first, fresh
 
     def make_tail(self, batch: Batch) -> None:
         """Mark the (owned, open) ``batch`` as its topic's tail; the caller publishes it in
@@ -371,20 +335,29 @@ class Accumulator:
         self.ready = keep
         return taken
 
-    compression: Compression = Compression.NONE
-
     def encode(self, batches: list[Batch]) -> None:
         """Encode batches not encoded yet (a retried batch keeps its bytes)."""
         for batch in batches:
             if batch.data is None:
                 batch.data = encode_batch(batch, self.compression)
 
-    def requeue(self, batches: list[Batch]) -> None:
-        """Put batches being retried back at the front, keeping their order."""
-        self.ready.extendleft(reversed(batches))
+    def settle(self, retry: list[Batch], freed_bytes: int) -> None:
+        """After a Produce answer: release the bytes of the batches that completed and put
+        those being retried back at the front of the ready queue, keeping their order."""
+        self.buffered_bytes -= freed_bytes
+        self.ready.extendleft(reversed(retry))
 
     def unfinished(self) -> list[Batch]:
         return [*self.open.values(), *self.ready]
+
+    def drain(self) -> list[Batch]:
+        """Forget every batch not sent yet (the producer gives up on them); returns them."""
+        stranded = self.unfinished()
+        self.open.clear()
+        self.tails.clear()
+        self.tail_of.clear()
+        self.ready.clear()
+        return stranded
 
 
 def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> bytes:

@@ -13,9 +13,8 @@ same task. Consumer groups: with ``group_id``, a group task in the same task gro
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -24,15 +23,17 @@ from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.async_client import AsyncClient
 from odradek.client.core import backoff_ms
+from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaError
-from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import AsyncGroup, consumed_offsets
+from odradek.client.group import GroupMember
+from odradek.client.group_driver import AsyncGroup
 from odradek.client.lifetime import AsyncLifetime
-from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["AsyncConsumer"]
 
 
+@async_face
 class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     """The async consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
@@ -48,44 +49,14 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
+        self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._consumed, self._kick, self._fetcher.errors)
 
-    # -- consumer groups ---------------------------------------------------------------------
-    def subscribe(
-        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
-    ) -> None:
-        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
-        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
-        self._grouped().member.subscribe(topics, pattern, listener)
-        self._rewind()
-        self._grouped().wake()
-
-    async def unsubscribe(self) -> None:
-        self._rewind()
-        await self._grouped().run(self._grouped().member.leave_op())
-
-    async def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-    ) -> None:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
-        group = self._grouped()
-        await group.run(group.member.commit_op(self._consumed() if offsets is None else offsets))
-
-    async def committed(self, tp: TopicPartition) -> int | None:
-        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        group = self._grouped()
-        found = (await group.run(group.member.committed_op([tp]))).get(TopicPartition(*tp))
-        return None if found is None else found.offset
-
-    def _grouped(self) -> AsyncGroup:
-        self._member()  # raises without a group_id
-        assert self._group is not None
-        return self._group
-
+    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
-        return consumed_offsets(self._fetcher.positions, self._iterator)
+        return core.consumed_offsets(self._fetcher.positions, self._iterator)
 
     # -- lifetime ----------------------------------------------------------------------------
     @asynccontextmanager
@@ -145,11 +116,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             self._fetcher.request_reset(tp, "latest")
         self._kick()
 
-    async def position(self, tp: TopicPartition) -> int:
-        """The offset of the next record to be returned (resolving a pending reset)."""
-        self._rewind()
-        return await self._client.run(core.position_op(self._fetcher, tp))
-
     def _rewind(self) -> None:
         """Give the records drained for iteration but not yet yielded back to the fetcher
         (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
@@ -162,53 +128,54 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         if self._need_fetch is not None:
             self._need_fetch.set()
 
-    # -- offsets lookups ---------------------------------------------------------------------
-    async def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return await self._client.run(core.offsets_op(tps, core.EARLIEST))
-
-    async def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return await self._client.run(core.offsets_op(tps, core.LATEST))
-
-    async def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset of each partition whose record timestamp is >= the timestamp
-        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
-        other negative timestamps."""
-        return await self._client.run(ops.offsets_for_times_op(timestamps))
-
-    async def topics(self) -> set[str]:
-        return await self._client.run(core.topics_op())
-
-    async def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return await self._client.run(core.partitions_for_topic_op(topic))
-
     # -- fetching ----------------------------------------------------------------------------
     async def _fetch_loop(self) -> None:
+        """Sends a Fetch, in a task of its own, whenever partitions need data (several may be
+        in flight, for different partitions: see :mod:`odradek.client.fetcher`)."""
         fetcher = self._fetcher
-        failures = 0
+        assert self._tg is not None and self._need_fetch is not None
         while True:
             try:
-                await self._client.run(core.resolve_positions_op(fetcher))
+                if fetcher.positions_unknown():
+                    await self._client.run(core.resolve_positions_op(fetcher))
                 offsets = fetcher.fetchable()
-                if not offsets:
-                    assert self._need_fetch is not None
-                    await self._need_fetch.wait()
-                    self._need_fetch = anyio.Event()
-                    continue
-                fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options()))
-                retry = fetcher.on_fetch(offsets, fetched)
             except KafkaError as exc:
-                if not exc.retriable:
-                    fetcher.report(exc)
-                retry = True
+                await self._failed(exc)
+                continue
+            if offsets:
+                fetcher.fetch_started(offsets)
+                self._tg.start_soon(self._fetch, offsets)
+                continue
+            await self._need_fetch.wait()
+            self._need_fetch = anyio.Event()
+
+    async def _fetch(self, offsets: dict[TopicPartition, int]) -> None:
+        fetcher = self._fetcher
+        try:
+            fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options))
+            retry = fetcher.on_fetch(offsets, fetched)
+        except KafkaError as exc:
+            retry = True
+            if not exc.retriable:
+                fetcher.report(exc)
+        self._notify_data()
+        if retry:  # the partitions are fetched again after the backoff
+            await self._failed(None)
+        else:
+            self._failures = 0
+        fetcher.fetch_ended(offsets)
+        self._kick()
+
+    async def _failed(self, error: KafkaError | None) -> None:
+        """Report a non-retriable ``error`` to the next ``getmany`` and back off."""
+        if error is not None and not error.retriable:
+            self._fetcher.report(error)
             self._notify_data()
-            if retry:
-                delay = backoff_ms(failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
-                failures += 1
-                await anyio.sleep(delay / 1000)
-            else:
-                failures = 0
+        delay_ms = backoff_ms(
+            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+        )
+        self._failures += 1
+        await anyio.sleep(delay_ms / 1000)
 
     def _notify_data(self) -> None:
         if self._data is not None:
@@ -224,10 +191,12 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             raise KafkaError("consumer is not started")
         self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
+        fetcher = self._fetcher
         while True:
-            self._fetcher.raise_errors()
-            records = self._fetcher.drain(max_records or self.max_poll_records)
-            self._kick()
+            fetcher.raise_errors()
+            records = fetcher.drain(max_records or self.max_poll_records)
+            if fetcher.positions_unknown() or fetcher.fetchable():
+                self._kick()  # the fetch task sends what the drain made room for
             if records:
                 return records
             remaining = deadline - time.monotonic()

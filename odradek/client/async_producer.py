@@ -12,8 +12,9 @@ of its own (up to ``max_in_flight_requests_per_connection``). The task group is 
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,48 +23,19 @@ import anyio.abc
 
 from odradek.client.accumulator import Batch
 from odradek.client.async_client import AsyncClient
+from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.futures import DeliveryHandle
 from odradek.client.lifetime import AsyncLifetime
-from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
-from odradek.client.types import RecordMetadata, TopicPartition
+from odradek.client.ops import Op
+from odradek.client.producer_core import Placed, ProducerCore
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
 
 _monotonic = time.monotonic
 
 
-class DeliveryHandle:
-    """Awaitable result of one record: ``await handle`` -> :class:`RecordMetadata`."""
-
-    __slots__ = ("_batch", "_error", "_index")
-
-    def __init__(
-        self, batch: Batch | None, index: int = 0, error: BaseException | None = None
-    ) -> None:
-        self._batch = batch
-        self._index = index
-        self._error = error
-
-    def done(self) -> bool:
-        return self._batch is None or self._batch.is_done
-
-    async def _result(self) -> RecordMetadata:
-        batch = self._batch
-        if batch is None:
-            assert self._error is not None
-            raise self._error
-        if not batch.is_done:
-            event = anyio.Event()
-            batch.add_done_callback(lambda _: event.set())
-            await event.wait()
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
-
-    def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        return self._result().__await__()
-
-
+@async_face
 class AsyncProducer(AsyncLifetime, ProducerCore):
     """The async producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
 
@@ -76,8 +48,15 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
     """
 
     _client_type = AsyncClient
+    _delivery_type = DeliveryHandle
+
+    @functools.wraps(ProducerCore.send)
+    async def send(self, *args: Any, **kwargs: Any) -> DeliveryHandle:
+        delivery = ProducerCore.send(self, *args, **kwargs)  # a handle, or _queue's coroutine
+        return delivery if type(delivery) is DeliveryHandle else await delivery
 
     def _init_face(self) -> None:
+        self._appender.closed = True  # until started: every send takes _queue (and raises)
         self._in_flight: list[list[Batch]] = []
         self._flushing = 0
         self._closing = False
@@ -95,6 +74,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             await self._client.connection()  # fail fast if no broker answers
             self._wake = anyio.Event()
             self._progress = anyio.Event()
+            self._appender.closed = False
             body_error = None
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -105,6 +85,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     body_error = exc
                 finally:
                     self._closing = True
+                    self._appender.closed = True
                     self._notify()
             if body_error is not None:
                 raise body_error
@@ -122,32 +103,12 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             self._progress = anyio.Event()
 
     # -- send --------------------------------------------------------------------------------
-    async def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-    ) -> DeliveryHandle:
+    async def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> DeliveryHandle:
         if self._tg is None or self._closing:
             raise KafkaError("producer is not started (or is stopping)")
-        if type(value) is not bytes and value is not None:
-            value = as_bytes(value, "value")
-        if type(key) is not bytes and key is not None:
-            key = as_bytes(key, "key")
-        count = self._partition_counts.get(topic)
-        if count is None:
-            try:
-                count = await self._wait_for_topic(topic)
-            except KafkaError as exc:
-                return DeliveryHandle(None, error=exc)
-        placed = self._place(topic, key, value, partition, timestamp_ms, headers, count)
+        placed = await self._client.run(place)
         if isinstance(placed, KafkaError):
             return DeliveryHandle(None, error=placed)
-        partition, timestamp_ms, size = placed
         cfg = self.config
         acc = self._acc
         if acc.buffered_bytes >= cfg.buffer_memory:
@@ -156,35 +117,16 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     assert self._progress is not None
                     self._notify()
                     await self._progress.wait()
-        tp = TopicPartition(topic, partition)
-        batch = acc.open.get(tp)
-        if batch is None or batch.size_bytes + size > self._batch_size:
-            if batch is not None:
-                acc.close(batch)
-                self._notify()
-            batch = acc.new_batch(tp, _monotonic())
+        added = self._add(placed, tail, _monotonic())
+        assert added is not None  # one thread: a tail is never held by another
+        batch, index, fresh = added
+        if fresh:
             self._notify()  # the sender's wake-up time changed
-        return DeliveryHandle(batch, acc.append(batch, key, value, timestamp_ms, headers))
+        return DeliveryHandle(batch, index)
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, **kwargs: Any) -> Any:
+        """``await (await send(...))``: queue one record and wait for its delivery."""
         return await (await self.send(topic, value, **kwargs))
-
-    async def _wait_for_topic(self, topic: str) -> int:
-        """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
-        wait = TopicWait(topic, self.config, self._metadata, _monotonic())
-        while True:
-            meta = await self._client.metadata([topic], allow_auto_create=True)
-            delay_s = wait.step(meta, _monotonic())
-            if delay_s is None:
-                return self._partition_counts[topic]
-            await anyio.sleep(delay_s)  # backoff before asking the broker again
-
-    async def partitions_for(self, topic: str) -> set[int]:
-        """The partitions of ``topic`` as last seen (waiting for its metadata the first time)."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = await self._wait_for_topic(topic)
-        return set(range(count))
 
     # -- sender ------------------------------------------------------------------------------
     async def _run_sender(self) -> None:
@@ -202,7 +144,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     tg.start_soon(self._send_batches, batches)
                     stale_topics = self._metadata.due(now)
                     if stale_topics is not None:
-                        tg.start_soon(self._refresh_metadata, stale_topics)
+                        tg.start_soon(self._client.run, self._refresh_op(stale_topics))
                     continue
             if self._closing and not acc.unfinished() and not self._in_flight:
                 return
@@ -219,12 +161,10 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         try:
             conn = await self._client.connection()
             try:
-                with anyio.fail_after(cfg.request_timeout_ms / 1000):
-                    result = await conn.request(request, raw)
-            except TimeoutError:
+                response, _ = await conn.exchange(request, raw, cfg.request_timeout_ms / 1000)
+            except KafkaTimeoutError:
                 await conn.aclose()  # unanswered: reconnect and retry (as the blocking one)
                 raise KafkaConnectionError("Produce request timed out") from None
-            response = None if result is None else result[0]
         except KafkaError as exc:
             error = exc
         self._in_flight.remove(batches)
@@ -233,17 +173,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         self._on_progress()
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        retry, freed = self._settle(batches, response, error, retry_ok=True)
-        self._acc.buffered_bytes -= freed
-        if retry:
-            self._acc.requeue(retry)
-
-    async def _refresh_metadata(self, topics: list[str]) -> None:
-        try:
-            meta = await self._client.metadata(topics)
-        except KafkaError:
-            return  # kept as it was; asked again after metadata_max_age_ms
-        self._metadata.update(meta.topics)
+        self._acc.settle(*self._settle(batches, response, error, retry_ok=True))
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

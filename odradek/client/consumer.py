@@ -13,25 +13,27 @@ auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import chain
 from typing import Any
 
 from odradek.client import consumer_core as core
 from odradek.client import ops
+from odradek.client.blocking_client import Client
 from odradek.client.core import backoff_ms
+from odradek.client.drivers import blocking_face
 from odradek.client.errors import KafkaError
-from odradek.client.group import GroupMember, OffsetAndMetadata
-from odradek.client.group_driver import BlockingGroup, consumed_offsets
-from odradek.client.sync_client import Client
-from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from odradek.client.group import GroupMember
+from odradek.client.group_driver import BlockingGroup
+from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["Consumer"]
 
 _monotonic = time.monotonic
 
 
+@blocking_face
 class Consumer(core.ConsumerCore):
     """The blocking consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
@@ -43,7 +45,7 @@ class Consumer(core.ConsumerCore):
     _client_type = Client
 
     def _init_face(self) -> None:
-        self._in_flight: tuple[dict[TopicPartition, int], Future[Any]] | None = None
+        self._in_flight: list[tuple[dict[TopicPartition, int], Future[Any]]] = []
         self._not_before_s = 0.0  # fetch backoff after a retriable error
         self._failures = 0
         # records drained for iteration and the iterator handing them out (its length hint is
@@ -55,37 +57,11 @@ class Consumer(core.ConsumerCore):
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member, self._consumed)
 
-    # -- consumer groups -----------------------------------------------------------------------
-    def subscribe(
-        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
-    ) -> None:
-        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
-        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener."""
-        self._member().subscribe(topics, pattern, listener)
-        self._rewind()
-
-    def unsubscribe(self) -> None:
-        self._rewind()
-        self._run(self._member().leave_op())
-
-    def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-    ) -> None:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions."""
-        self._run(self._member().commit_op(self._consumed() if offsets is None else offsets))
-
-    def committed(self, tp: TopicPartition) -> int | None:
-        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        found = self._run(self._member().committed_op([tp])).get(TopicPartition(*tp))
-        return None if found is None else found.offset
-
-    def _run(self, op: Any) -> Any:
-        self._member()
-        assert self._group is not None
-        return self._group.run(op)
-
+    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
-        return consumed_offsets(self._fetcher.positions, self._iter_records[self._iter_index() :])
+        return core.consumed_offsets(
+            self._fetcher.positions, self._iter_records[self._iter_index() :]
+        )
 
     def _iter_index(self) -> int:
         """How many of ``_iter_records`` were yielded."""
@@ -111,32 +87,6 @@ class Consumer(core.ConsumerCore):
             self._fetcher.request_reset(tp, "latest")
         self._rewind()
 
-    def position(self, tp: TopicPartition) -> int:
-        """The offset of the next record to be returned (resolving a pending reset)."""
-        self._rewind()
-        return self._client.run(core.position_op(self._fetcher, tp))
-
-    # -- offsets lookups -----------------------------------------------------------------------
-    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._client.run(core.offsets_op(tps, core.EARLIEST))
-
-    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._client.run(core.offsets_op(tps, core.LATEST))
-
-    def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        """The first offset of each partition whose record timestamp is >= the timestamp
-        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
-        other negative timestamps."""
-        return self._client.run(ops.offsets_for_times_op(timestamps))
-
-    def topics(self) -> set[str]:
-        return self._client.run(core.topics_op())
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return self._client.run(core.partitions_for_topic_op(topic))
-
     # -- polling -------------------------------------------------------------------------------
     def poll(
         self, timeout_ms: float = 0, max_records: int | None = None
@@ -155,55 +105,62 @@ class Consumer(core.ConsumerCore):
         while True:
             if self._group is not None:
                 self._group.step()
+            self._collect(0)
             fetcher.raise_errors()
-            self._client.run(core.resolve_positions_op(fetcher))
+            if fetcher.positions_unknown():
+                self._client.run(core.resolve_positions_op(fetcher))
             records = fetcher.drain(max_records)
-            if records:
-                self._prefetch()
-                return records
             self._prefetch()
+            if records:
+                return records
             remaining = deadline - _monotonic()
             if remaining <= 0:
                 return {}
-            if self._in_flight is None:
+            if not self._in_flight:
                 time.sleep(min(remaining, max(0.0, self._not_before_s - _monotonic()) or remaining))
                 continue
-            self._await_fetch(remaining)
+            self._collect(remaining)
 
     def _prefetch(self) -> None:
-        if self._in_flight is not None or _monotonic() < self._not_before_s:
+        """Send a Fetch for the partitions that need data now, if any (so several may be in
+        flight, each for other partitions: see :mod:`odradek.client.fetcher`)."""
+        if _monotonic() < self._not_before_s:
             return
         offsets = self._fetcher.fetchable()
         if not offsets:
             return
-        request = ops.build_fetch(offsets, **self._fetcher.fetch_options())
+        request = ops.build_fetch(offsets, **self._fetcher.fetch_options)
         try:
             future = self._client.connection().submit(request)
         except KafkaError:
             self._backoff()
             return
         assert future is not None
-        self._in_flight = (offsets, future)
+        self._fetcher.fetch_started(offsets)
+        self._in_flight.append((offsets, future))
 
-    def _await_fetch(self, timeout_s: float) -> None:
-        assert self._in_flight is not None
-        offsets, future = self._in_flight
-        try:
-            response, tail = future.result(timeout_s)
-        except TimeoutError:
-            return
-        except KafkaError:
-            self._in_flight = None
-            self._backoff()
-            return
-        self._in_flight = None
-        if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
-            self._backoff()
-        else:
-            self._failures = 0
+    def _collect(self, timeout_s: float) -> None:
+        """Apply the answered Fetches, waiting up to ``timeout_s`` for one."""
+        if timeout_s > 0:
+            wait((future for _, future in self._in_flight), timeout_s, FIRST_COMPLETED)
+        for entry in [entry for entry in self._in_flight if entry[1].done()]:
+            self._in_flight.remove(entry)
+            offsets, future = entry
+            self._fetcher.fetch_ended(offsets)
+            try:
+                response, tail = future.result()
+            except KafkaError:
+                self._backoff()
+                continue
+            if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
+                self._backoff()
+            else:
+                self._failures = 0
 
     def _backoff(self) -> None:
-        delay_ms = backoff_ms(self._failures, self.retry_backoff_ms, self.retry_backoff_max_ms)
+        delay_ms = backoff_ms(
+            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+        )
         self._failures += 1
         self._not_before_s = _monotonic() + delay_ms / 1000
 

@@ -1,6 +1,7 @@
 """What the blocking and async consumers are, written once (no I/O here): the constructor and
-its validation, the group member, assignment, and the offset lookups as sans-I/O operations
-(:mod:`odradek.client.ops`) that each face's client runs.
+its configuration, the group member, assignment, lag, and every method that is a request
+(commits, positions, offset lookups, topics) as a sans-I/O operation that each face drives
+(:func:`odradek.client.drivers.operation`).
 
 :class:`ConsumerCore` is the base of :class:`odradek.client.consumer.Consumer` and
 :class:`odradek.client.async_consumer.AsyncConsumer`. A face adds only how it waits: its
@@ -11,28 +12,29 @@ constructor, its signature and its documentation are the core's alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from odradek.client.config import ConsumerConfig, options_of
+from odradek.client.drivers import operation
 from odradek.client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember
-from odradek.client.group_driver import LagMixin
-from odradek.client.ops import Op, list_offsets_op, metadata_op
-from odradek.client.types import OffsetAndTimestamp, TopicPartition
+from odradek.client.group_ops import OffsetAndMetadata
+from odradek.client.ops import Op, list_offsets_op, metadata_op, offsets_for_times_op
+from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.protocol import messages as m
 
 __all__ = [
     "ConsumerCore",
+    "consumed_offsets",
     "offsets_op",
-    "partitions_for_topic_op",
     "position_op",
     "resolve_positions_op",
-    "topics_op",
 ]
 
 
-class ConsumerCore(LagMixin):
+class ConsumerCore:
     """A consumer of assigned partitions, or (with ``group_id``) a consumer-group member.
 
     Args:
@@ -51,83 +53,56 @@ class ConsumerCore(LagMixin):
       request_timeout_ms: how long a request may go unanswered.
       retry_backoff_ms, retry_backoff_max_ms: backoff after a failed request, doubling.
       consumer_timeout_ms: iteration stops after this long without a record (``None``: never).
-      **group_options: :class:`~odradek.client.group.GroupMember`'s (``session_timeout_ms``,
+      **group_options: the group's (need ``group_id``): ``session_timeout_ms``,
         ``heartbeat_interval_ms``, ``max_poll_interval_ms``, ``partition_assignment_strategy``,
-        ``metadata_max_age_ms`` ...); need ``group_id``.
+        ``group_instance_id``, ``metadata_max_age_ms`` (:class:`~.config.ConsumerConfig`),
+        and the rebalance callbacks ``on_assigned`` / ``on_revoked`` (each called with a set
+        of partitions; an ``async`` one is awaited by the async face).
 
     Raises:
       ValueError: a bad option, or topics or group options without a ``group_id``.
+
+    The options are kept, validated, in :attr:`config` (a :class:`~.config.ConsumerConfig`).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
+    @options_of(ConsumerConfig, topics=True)
     def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str],
-        group_id: str | None = None,
-        client_id: str = "odradek-python",
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-        max_poll_records: int = 500,
-        request_timeout_ms: int = 30_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        consumer_timeout_ms: float | None = None,
-        **group_options: Any,
+        self, *topics: str, bootstrap_servers: str | Sequence[str], **options: Any
     ) -> None:
-        self._fetcher = Fetcher(
-            auto_offset_reset=auto_offset_reset,
-            fetch_max_wait_ms=fetch_max_wait_ms,
-            fetch_min_bytes=fetch_min_bytes,
-            fetch_max_bytes=fetch_max_bytes,
-            max_partition_fetch_bytes=max_partition_fetch_bytes,
-        )
-        self._client = self._client_type(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
-        self.group_id = group_id
-        self.enable_auto_commit = enable_auto_commit
-        self.auto_commit_interval_ms = auto_commit_interval_ms
-        self.max_poll_records = max_poll_records
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
-        self.consumer_timeout_ms = consumer_timeout_ms
+        if options.get("group_id") is None and (topics or set(options) & _GROUP_OPTIONS):
+            raise ValueError(f"topics and group options need a group_id: {sorted(options)}")
+        callbacks = {k: options.pop(k) for k in _CALLBACKS if k in options}
+        self.config = cfg = ConsumerConfig(bootstrap_servers=bootstrap_servers, **options)
+        self._fetcher = Fetcher(cfg)
+        self._client = self._io = self._client_type(config=cfg)
         self._init_face()
         member = None
-        if group_id is not None:  # group options: see client.group.GroupMember
-            member = GroupMember(
-                group_id,
-                self._fetcher,
-                client_id=client_id,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                retry_backoff_ms=retry_backoff_ms,
-                retry_backoff_max_ms=retry_backoff_max_ms,
-                request_timeout_ms=request_timeout_ms,
-                **group_options,
-            )
+        if cfg.group_id is not None:
+            member = GroupMember(cfg, self._fetcher, **callbacks)
             if topics:
                 member.subscribe(topics)
-        elif topics or group_options:
-            raise ValueError(f"topics and group options need a group_id: {sorted(group_options)}")
         self._group = None if member is None else self._make_group(member)
+
+    # the options as attributes, as they were before ``config``
+    group_id = property(lambda self: self.config.group_id)
+    max_poll_records = property(lambda self: self.config.max_poll_records)
+    consumer_timeout_ms = property(lambda self: self.config.consumer_timeout_ms)
 
     def _init_face(self) -> None:
         """The face's own state, set up before the group driver is made."""
 
     def _make_group(self, member: GroupMember) -> Any:
         """The face's driver of the group member (BlockingGroup or AsyncGroup)."""
+        raise NotImplementedError
+
+    def _rewind(self) -> None:
+        """Give records drained for iteration but not handed out back to the fetcher."""
+        raise NotImplementedError
+
+    def _consumed(self) -> dict[TopicPartition, int]:
+        """What to commit: the positions, before the records not handed out yet."""
         raise NotImplementedError
 
     def _member(self) -> GroupMember:
@@ -138,6 +113,116 @@ class ConsumerCore(LagMixin):
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned (by :meth:`assign` or by the group)."""
         return self._fetcher.assignment()
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        """The high watermark of ``tp`` seen by the last fetch (``None`` before one)."""
+        return self._fetcher.high_watermarks.get(TopicPartition(*tp))
+
+    def lag(self) -> dict[TopicPartition, int]:
+        """Records left to read per assigned partition (last high watermark - position)."""
+        fetcher = self._fetcher
+        out = {}
+        for tp, position in fetcher.positions.items():
+            high = fetcher.high_watermarks.get(tp)
+            if position is not None and high is not None:
+                out[tp] = max(0, high - position)
+        return out
+
+    def subscribe(
+        self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
+    ) -> None:
+        """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
+        every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
+        object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
+        happens in the next poll (blocking) or in the background (async). Raises
+        ``ValueError`` without a ``group_id``."""
+        self._member().subscribe(topics, pattern, listener)
+        self._rewind()
+        self._group.wake()  # type: ignore[union-attr]
+
+    # -- operations (each face's methods: drivers.operation) -----------------------------------
+    @operation
+    def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+    ) -> Op[None]:
+        """Commit ``offsets`` (the next offsets to read), by default the consumed positions.
+        Raises ``ValueError`` without a ``group_id``."""
+        return self._member().commit_op(self._consumed() if offsets is None else offsets)
+
+    @operation
+    def committed(self, tp: TopicPartition) -> Op[int | None]:
+        """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
+        found = (yield from self._member().committed_op([tp])).get(TopicPartition(*tp))
+        return None if found is None else found.offset
+
+    @operation
+    def unsubscribe(self) -> Op[None]:
+        """Leave the group (committing first with auto-commit is the caller's choice)."""
+        self._rewind()
+        return self._member().leave_op()
+
+    @operation
+    def position(self, tp: TopicPartition) -> Op[int]:
+        """The offset of the next record to be returned (resolving a pending reset). Raises
+        ``ValueError`` if ``tp`` is not assigned."""
+        self._rewind()
+        return position_op(self._fetcher, tp)
+
+    @operation
+    def beginning_offsets(self, tps: Iterable[TopicPartition]) -> Op[dict[TopicPartition, int]]:
+        """The log start offset of each partition."""
+        return offsets_op(tps, m.EARLIEST_TIMESTAMP)
+
+    @operation
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> Op[dict[TopicPartition, int]]:
+        """The high watermark of each partition (the offset the next record will get)."""
+        return offsets_op(tps, m.LATEST_TIMESTAMP)
+
+    @operation
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
+        """The first offset of each partition whose record timestamp is >= the timestamp
+        (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
+        other negative timestamps."""
+        return offsets_for_times_op(timestamps)
+
+    @operation
+    def topics(self) -> Op[set[str]]:
+        """The names of the cluster's topics, internal ones left out."""
+        meta = yield from metadata_op(None)
+        return {n for n, i in meta.topics.items() if not i.is_internal and not i.error_code}
+
+    @operation
+    def partitions_for_topic(self, topic: str) -> Op[set[int] | None]:
+        """The partitions of ``topic``, ``None`` if it does not exist."""
+        info = (yield from metadata_op([topic])).topics.get(topic)
+        return None if info is None or info.error_code else set(info.partitions)
+
+
+def consumed_offsets(
+    positions: Mapping[TopicPartition, int | None], unyielded: Iterable[ConsumerRecord] = ()
+) -> dict[TopicPartition, int]:
+    """What to commit: each partition's position, moved back to the first record that was
+    drained from the fetcher but not yet handed to the application (iteration buffers)."""
+    out = {tp: pos for tp, pos in positions.items() if pos is not None}
+    for record in unyielded:
+        tp = TopicPartition(record.topic, record.partition)
+        if tp in out and record.offset < out[tp]:
+            out[tp] = record.offset
+    return out
+
+
+_CALLBACKS = ("on_assigned", "on_revoked")
+_GROUP_OPTIONS = {
+    *_CALLBACKS,
+    "session_timeout_ms",
+    "heartbeat_interval_ms",
+    "max_poll_interval_ms",
+    "partition_assignment_strategy",
+    "group_instance_id",
+    "metadata_max_age_ms",
+}
 
 
 def resolve_positions_op(fetcher: Fetcher) -> Op[None]:
@@ -171,19 +256,3 @@ def offsets_op(tps: Iterable[TopicPartition], timestamp: int) -> Op[dict[TopicPa
         {TopicPartition(*tp): timestamp for tp in tps}
     )
     return {tp: hit.offset for tp, hit in found.items() if hit is not None}
-
-
-def topics_op() -> Op[set[str]]:
-    """The names of the cluster's topics, internal ones left out."""
-    meta = yield from metadata_op(None)
-    return {n for n, i in meta.topics.items() if not i.is_internal and not i.error_code}
-
-
-def partitions_for_topic_op(topic: str) -> Op[set[int] | None]:
-    """The partitions of ``topic``, ``None`` if it does not exist."""
-    info = (yield from metadata_op([topic])).topics.get(topic)
-    return None if info is None or info.error_code else set(info.partitions)
-
-
-EARLIEST = m.EARLIEST_TIMESTAMP
-LATEST = m.LATEST_TIMESTAMP

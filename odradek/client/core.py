@@ -2,7 +2,8 @@
 
 :class:`ProtocolCore` is one connection's protocol state:
 
-1. :meth:`ProtocolCore.send` assigns the next correlation id to a request, remembers which
+1. :meth:`ProtocolCore.send` gives a copy of a request the next correlation id (the caller's
+   request is not mutated: it may be sent again), remembers which
    caller token waits for it (unless the request expects no response: a Produce with
    ``acks=0``) and returns the frame as parts for one vectored write.
 2. :meth:`ProtocolCore.receive` takes bytes read from the socket, splits them into frames
@@ -15,16 +16,29 @@
 Invariant: every token handed to ``send`` for a request that expects a response comes back
 exactly once, from ``receive`` or from :meth:`ProtocolCore.fail_all`.
 
-Also here: bootstrap-address parsing, the exponential backoff schedule used by retries, and
-:class:`ClientCore`, what the blocking and async clients share (their constructor, timeouts and
-the reconnection decision).
+Also here: the exponential backoff schedule used by retries, and :class:`ClientCore`, the
+low-level client written once: its constructor, bootstrap, reconnection and retries as
+sans-I/O operations that the blocking and async clients drive (:mod:`odradek.client.drivers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from msgspec.structs import replace
+
+from odradek.client.config import ClientConfig, options_of, parse_bootstrap
+from odradek.client.drivers import Sleep, operation
+from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
+from odradek.client.ops import Op, fetch_op, handshake_op, list_offsets_op, metadata_op
+from odradek.client.types import (
+    ClusterMetadata,
+    FetchedPartition,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 from odradek.protocol import messages as m
 from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer, FrameDecoder, FrameError
 
@@ -56,8 +70,7 @@ class ProtocolCore:
         """Assign a correlation id; returns it and the frame's parts (header first)."""
         cid = self._next_cid
         self._next_cid = cid + 1 if cid < _MAX_CORRELATION_ID else 1
-        request.correlation_id = cid
-        parts = m.encode_request(request, raw)
+        parts = m.encode_request(replace(request, correlation_id=cid), raw)
         if m.expects_response(request):
             self._pending[cid] = (token, m.api_key_of(request))
         return cid, parts
@@ -97,89 +110,207 @@ class ProtocolCore:
         return tokens
 
 
-def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    """``"h:p"``, ``"h1:p1,h2:p2"`` or a list of those -> ``[(host, port), ...]``.
-
-    IPv6 literals go in brackets (``"[::1]:9092"``); a missing port means 9092."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out = []
-    for raw_item in items:
-        item = raw_item.strip()
-        if not item:
-            continue
-        if item.startswith("["):
-            host, _, rest = item[1:].partition("]")
-            port = rest[1:] if rest.startswith(":") else "9092"
-        elif item.count(":") == 1:
-            host, port = item.split(":")
-        else:
-            host, port = item, "9092"
-        try:
-            out.append((host, int(port)))
-        except ValueError:
-            raise ValueError(f"bad bootstrap server {item!r}: port is not a number") from None
-    if not out:
-        raise ValueError(f"no bootstrap servers in {servers!r}")
-    return out
-
-
 def backoff_ms(attempt: int, base_ms: int, max_ms: int) -> int:
     """Delay before retry number ``attempt`` (0-based): ``base * 2**attempt`` capped at max."""
     return min(base_ms * (1 << min(attempt, 30)), max_ms)
 
 
+class _Open(NamedTuple):
+    host: str
+    port: int
+    timeout_s: float
+    verb = "_open"  # the face: a new connection, or KafkaConnectionError
+
+
+class _Exchange(NamedTuple):
+    conn: Any
+    request: m.Request
+    raw: Buffer | Sequence[Buffer]
+    timeout_s: float
+    verb = "_exchange"  # the face: conn.exchange(request, raw, timeout_s)
+
+
+class _Discard(NamedTuple):
+    conn: Any
+    verb = "_discard"  # the face: close conn
+
+
+class _Connection(NamedTuple):
+    verb = "connection"  # the face: its live connection, bootstrapping one if needed
+
+
 class ClientCore:
     """A connection to one broker, made lazily and remade after a loss, over which any
-    request can be sent (pipelined): the base of :class:`odradek.client.sync_client.Client`
-    and :class:`odradek.client.async_client.AsyncClient`, which add the I/O.
+    request can be sent (pipelined): the base of :class:`odradek.client.blocking_client.Client`
+    and :class:`odradek.client.async_client.AsyncClient`, which carry out its effects.
 
     Args:
       bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those, tried in
         order; an address the broker advertises is preferred when it is reachable.
       client_id: sent with every request.
       request_timeout_ms: how long a request may go unanswered (a Fetch: plus its
-        ``max_wait_ms``), reconnection attempts included.
+        ``max_wait_ms``; a JoinGroup: plus its rebalance timeout), reconnection attempts
+        included.
       retry_backoff_ms, retry_backoff_max_ms: the wait between reconnection attempts,
         doubling from the one to the other.
 
     Raises:
-      ValueError: a malformed bootstrap address.
+      ValueError: a malformed bootstrap address or a bad option.
 
     A call raises :class:`~odradek.client.errors.KafkaConnectionError` when no connection
     could be made (or kept) in time and :class:`~odradek.client.errors.KafkaTimeoutError` when
     the broker did not answer in time; error codes in responses are the operations' to raise.
+
+    Bootstrap: try each ``bootstrap_servers`` address in order; on the first that accepts,
+    send ApiVersions then Metadata; if the broker advertises another address, connect there
+    (and keep the bootstrap connection if that fails). Retries: a call retries connection
+    failures and losses with exponential backoff until its timeout has passed since it began.
+    Error codes in responses are not retried here; the operations and the producer decide.
     """
 
+    @options_of(ClientConfig)
     def __init__(
         self,
-        bootstrap_servers: str | Sequence[str],
+        bootstrap_servers: str | Sequence[str] | None = None,
         *,
-        client_id: str = "odradek-python",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
+        config: ClientConfig | None = None,
+        **options: Any,
     ) -> None:
-        self.bootstrap_servers = parse_bootstrap(bootstrap_servers)
-        self.client_id = client_id
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
+        """``config``: a config of this or another client kind (the producer and consumer pass
+        theirs), instead of ``bootstrap_servers`` and the options."""
+        if config is None:
+            config = ClientConfig(bootstrap_servers=bootstrap_servers, **options)
+        self.config = config
+        self._conn: Any = None
         self._closed = False
         self._init_face()
 
     def _init_face(self) -> None:
-        """The face's connection state (set up last)."""
+        """The face's connection lock (set up last)."""
+
+    @property
+    def _io(self) -> ClientCore:
+        return self  # the client carries out its own operations' effects
+
+    @property
+    def request_timeout_ms(self) -> int:
+        return self.config.request_timeout_ms
+
+    def open_connection(self) -> Any:
+        """The connection if one is open, without connecting (``None`` otherwise)."""
+        conn = self._conn
+        return conn if conn is not None and not conn.closed else None
+
+    # -- operations (each face's methods: drivers.operation) -----------------------------------
+    @operation
+    def metadata(
+        self, topics: list[str] | None = None, *, allow_auto_create: bool = False
+    ) -> Op[ClusterMetadata]:
+        """The cluster's brokers and ``topics``' metadata (every topic's for ``None``)."""
+        return metadata_op(topics, allow_auto_create)
+
+    @operation
+    def list_offsets(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
+        """ListOffsets: -2 earliest, -1 latest, else the first offset whose timestamp is at
+        least the one given (``None`` if none)."""
+        return list_offsets_op(timestamps)
+
+    @operation
+    def fetch_raw(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        max_wait_ms: int = 500,
+        min_bytes: int = 1,
+        max_bytes: int = 52428800,
+        partition_max_bytes: int = 1048576,
+    ) -> Op[dict[TopicPartition, FetchedPartition]]:
+        """One Fetch from ``offsets``: each partition's record bytes, undecoded."""
+        return fetch_op(
+            offsets,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            partition_max_bytes=partition_max_bytes,
+        )
+
+    # -- the client's own operations, driven by the face -------------------------------------
+    def _call_op(
+        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
+    ) -> Generator[Any, Any, tuple[m.Response | None, memoryview]]:
+        """``call``: the live connection, the exchange, and reconnection with backoff after a
+        lost connection until the request's timeout has passed."""
+        timeout_ms = self._timeout_ms(request)
+        deadline_s = time.monotonic() + timeout_ms / 1000
+        attempt = 0
+        while True:
+            try:
+                conn = yield _Connection()
+                remaining_s = max(0.0, deadline_s - time.monotonic())
+                return (yield _Exchange(conn, request, raw, remaining_s))
+            except KafkaTimeoutError:
+                raise KafkaTimeoutError(
+                    f"{type(request).__name__} got no response in {timeout_ms} ms"
+                ) from None
+            except KafkaConnectionError:
+                delay_ms = backoff_ms(
+                    attempt, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
+                )
+                if self._closed or time.monotonic() + delay_ms / 1000 >= deadline_s:
+                    raise
+                yield Sleep(delay_ms / 1000)  # backoff between reconnection attempts
+                attempt += 1
+
+    def _connection_op(self) -> Generator[Any, Any, Any]:
+        """The live connection, bootstrapping a new one if there is none (the face runs it
+        under its connection lock)."""
+        if self._closed:
+            raise KafkaConnectionError("client is closed")
+        conn = self._conn
+        if conn is None or conn.closed:
+            if conn is not None:
+                yield _Discard(conn)
+            self._conn = conn = yield from self._bootstrap_op()
+        return conn
+
+    def _bootstrap_op(self) -> Generator[Any, Any, Any]:
+        errors = []
+        timeout_s = self.config.request_timeout_ms / 1000
+        for host, port in self.config.bootstrap_servers:
+            try:
+                conn = yield _Open(host, port, timeout_s)
+            except KafkaConnectionError as exc:
+                errors.append(str(exc))
+                continue
+            try:
+                handshake = handshake_op(self.config.client_id)
+                call = next(handshake)
+                while True:  # the handshake's calls go to this connection, without retries
+                    outcome = yield _Exchange(conn, call.request, call.raw, timeout_s)
+                    call = handshake.send(outcome)
+            except StopIteration as stop:
+                broker = stop.value
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
+                yield _Discard(conn)
+                errors.append(str(exc))
+                continue
+            if broker is not None and (broker.host, broker.port) != (host, port):
+                try:
+                    advertised = yield _Open(broker.host, broker.port, timeout_s)
+                except KafkaConnectionError:
+                    return conn  # the advertised address is unreachable from here
+                yield _Discard(conn)
+                return advertised
+            return conn
+        raise KafkaConnectionError("no bootstrap server answered: " + "; ".join(errors))
 
     def _timeout_ms(self, request: m.Request) -> int:
-        """How long ``request`` may take: a Fetch long-polls ``max_wait_ms`` more."""
+        """How long ``request`` may take: a Fetch long-polls ``max_wait_ms`` more, a
+        JoinGroup waits for the generation to form (its rebalance timeout) more."""
         if isinstance(request, m.FetchRequest):
-            return self.request_timeout_ms + request.max_wait_ms
-        return self.request_timeout_ms
-
-    def _reconnect_delay_s(self, attempt: int, now_s: float, deadline_s: float) -> float | None:
-        """The backoff before reconnection attempt ``attempt + 1``, or ``None`` if the call
-        must give up (the client is closed, or the backoff would end past its deadline)."""
-        delay_s = backoff_ms(attempt, self.retry_backoff_ms, self.retry_backoff_max_ms) / 1000
-        if self._closed or now_s + delay_s >= deadline_s:
-            return None
-        return delay_s
+            return self.config.request_timeout_ms + request.max_wait_ms
+        if isinstance(request, m.JoinGroupRequest):
+            return self.config.request_timeout_ms + request.rebalance_timeout_ms
+        return self.config.request_timeout_ms

@@ -1,58 +1,195 @@
-"""The two drivers of the client's sans-I/O operations: one blocking, one async.
+"""The two drivers of the client's sans-I/O operations, one blocking and one async, and the
+decorators that turn an operation written once into a method of each face.
 
 An operation (:mod:`odradek.client.ops`, :mod:`odradek.client.admin_ops`,
-:mod:`odradek.client.group_ops`, :mod:`odradek.client.group`, :mod:`odradek.client.consumer_core`)
-is a generator that yields effects (a :class:`~odradek.client.ops.Call`, a
-:class:`~odradek.client.group.Sleep`, a :class:`~odradek.client.group.Notify`) and returns its
-result. A driver:
+:mod:`odradek.client.group_ops`, :mod:`odradek.client.group`, the cores) is a generator that
+yields *effects* and returns its result. An effect is a named tuple whose class names a
+``verb``; the driver carries it out by calling the method of that name on the face's *I/O
+object* (its client: :class:`~odradek.client.blocking_client.Client` or
+:class:`~odradek.client.async_client.AsyncClient`) with the tuple's fields as arguments:
 
-1. starts the operation (``next``);
-2. hands each effect it yields to ``effect``, the face's way of carrying it out (a blocking call,
-   or an awaited one);
-3. sends the outcome back in, or throws the exception ``effect`` raised into the operation
+- :class:`Call` -> ``io.call(request, raw)``: send a request, get ``(response, raw_tail)``;
+- :class:`Sleep` -> ``io.sleep(seconds)``: a retry backoff;
+- :class:`Notify` -> ``io.notify(callback, partitions)``: run a rebalance callback;
+- the client's own connection effects (:mod:`odradek.client.core`).
+
+A driver:
+
+1. starts the operation;
+2. calls (blocking) or awaits (async) the I/O object's method for each effect it yields;
+3. sends the outcome back in, or throws the exception the method raised into the operation
    (which may catch it; if it does not, it propagates to the caller);
 4. returns the operation's result when it stops.
 
-Every face runs its operations through :func:`drive` or :func:`drive_async`, and nothing else
-steps an operation. Cancellation (async): a cancelled ``effect`` ends the driver at once; the
-generator is closed when it is collected (``GeneratorExit`` runs its ``finally`` blocks).
+Nothing else steps an operation. Cancellation (async): a cancelled effect ends the driver at
+once; the generator is closed when it is collected (``GeneratorExit`` runs its ``finally``
+blocks).
+
+Faces: a core marks each method that only builds an operation with :func:`operation` (its
+signature and docstring are the public ones); :func:`blocking_face` and :func:`async_face`
+give the face class one method per such operation, which runs it with :func:`drive` or
+:func:`drive_async` on the face's ``_io``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeVar
+import functools
+import inspect
+import re
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["drive", "drive_async"]
+from odradek.protocol import messages as m
+from odradek.protocol.frames import Buffer
+
+__all__ = [
+    "Call",
+    "Notify",
+    "Sleep",
+    "async_face",
+    "blocking_face",
+    "drive",
+    "drive_async",
+    "operation",
+]
 
 T = TypeVar("T")
+Outcome = tuple[Any, BaseException | None]
 
 
-def drive(op: Generator[Any, Any, T], effect: Callable[[Any], Any]) -> T:
-    """Run ``op`` to its end on the calling thread, carrying out its effects with ``effect``."""
-    try:
-        item = next(op)
-        while True:
-            try:
-                outcome = effect(item)
-            except Exception as exc:
-                item = op.throw(exc)
-            else:
-                item = op.send(outcome)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+class Call(NamedTuple):
+    """Send ``request`` (and its raw record bytes) and get ``(response, raw_tail)``."""
+
+    request: m.Request
+    raw: Buffer | Sequence[Buffer] = b""
+    verb = "call"
 
 
-async def drive_async(op: Generator[Any, Any, T], effect: Callable[[Any], Awaitable[Any]]) -> T:
-    """Run ``op`` to its end in the calling task, awaiting ``effect`` for each of its effects."""
-    try:
-        item = next(op)
-        while True:
-            try:
-                outcome = await effect(item)
-            except Exception as exc:
-                item = op.throw(exc)
-            else:
-                item = op.send(outcome)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+class Sleep(NamedTuple):
+    """Wait ``seconds`` (a retry backoff)."""
+
+    seconds: float
+    verb = "sleep"
+
+
+class Notify(NamedTuple):
+    """Run a rebalance callback with a set of partitions (an ``async`` one is awaited)."""
+
+    callback: Callable[[set[Any]], Any]
+    partitions: set[Any]
+    verb = "notify"
+
+
+class _Run:
+    """One operation being driven: the effect it waits on, or its result once it stopped."""
+
+    __slots__ = ("effect", "op", "pending", "result")
+
+    def __init__(self, op: Generator[Any, Any, Any]) -> None:
+        self.op = op
+        self.pending = True
+        self.result: Any = None
+        self.effect: Any = None
+        self._step(op.send, None)
+
+    def method(self, io: Any) -> Callable[..., Any]:
+        return getattr(io, self.effect.verb)  # type: ignore[no-any-return]
+
+    def resume(self, outcome: Outcome) -> None:
+        value, error = outcome
+        if error is None:
+            self._step(self.op.send, value)
+        else:
+            self._step(self.op.throw, error)
+
+    def _step(self, step: Callable[[Any], Any], arg: Any) -> None:
+        try:
+            self.effect = step(arg)
+        except StopIteration as stop:
+            self.pending = False
+            self.result = stop.value
+
+
+def drive(op: Generator[Any, Any, T], io: Any) -> T:
+    """Run ``op`` to its end on the calling thread, carrying out its effects with ``io``."""
+    run = _Run(op)
+    while run.pending:
+        try:
+            outcome: Outcome = (run.method(io)(*run.effect), None)
+        except Exception as exc:
+            outcome = (None, exc)
+        run.resume(outcome)
+    return run.result  # type: ignore[no-any-return]
+
+
+async def drive_async(op: Generator[Any, Any, T], io: Any) -> T:
+    """Run ``op`` to its end in the calling task, awaiting ``io``'s method for each effect."""
+    run = _Run(op)
+    while run.pending:
+        try:
+            outcome: Outcome = (await run.method(io)(*run.effect), None)
+        except Exception as exc:
+            outcome = (None, exc)
+        run.resume(outcome)
+    return run.result  # type: ignore[no-any-return]
+
+
+# -- faces ---------------------------------------------------------------------------------------
+_OP_RESULT = re.compile(r"^Op\[(.*)\]$", re.DOTALL)
+
+
+def operation(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a core method that returns an operation (annotated ``Op[T]``): each face gets a
+    method of the same name, signature and docstring returning ``T`` (see the module doc)."""
+    method.__operation__ = True  # type: ignore[attr-defined]
+    return method
+
+
+def _face_method(method: Callable[..., Any], run: Callable[..., Any]) -> Callable[..., Any]:
+    functools.update_wrapper(run, method)
+    del run.__wrapped__  # type: ignore[attr-defined]
+    del run.__operation__  # type: ignore[attr-defined]  (copied by update_wrapper)
+    signature = inspect.signature(method)
+    result = _OP_RESULT.match(str(signature.return_annotation))
+    returns = result.group(1) if result else signature.return_annotation
+    run.__signature__ = signature.replace(return_annotation=returns)  # type: ignore[attr-defined]
+    run.__annotations__ = {**method.__annotations__, "return": returns}
+    return run
+
+
+def _operations(cls: type) -> list[tuple[str, Callable[..., Any]]]:
+    return [
+        (name, method)
+        for name in dir(cls)
+        if getattr(method := getattr(cls, name), "__operation__", False)
+    ]
+
+
+def _blocking(method: Callable[..., Any]) -> Callable[..., Any]:
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return drive(method(self, *args, **kwargs), self._io)
+
+    return _face_method(method, run)
+
+
+def _async(method: Callable[..., Any]) -> Callable[..., Any]:
+    async def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await drive_async(method(self, *args, **kwargs), self._io)
+
+    return _face_method(method, run)
+
+
+def blocking_face(cls: type[T]) -> type[T]:
+    """Class decorator: each :func:`operation` of ``cls`` becomes a method that drives it on
+    the calling thread with ``self._io`` (blocking until it is done)."""
+    for name, method in _operations(cls):
+        setattr(cls, name, _blocking(method))
+    return cls
+
+
+def async_face(cls: type[T]) -> type[T]:
+    """Class decorator: each :func:`operation` of ``cls`` becomes a coroutine method that
+    drives it in the calling task with ``self._io``."""
+    for name, method in _operations(cls):
+        setattr(cls, name, _async(method))
+    return cls

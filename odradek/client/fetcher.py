@@ -8,7 +8,10 @@ bytes of the last Fetch response. Invariants:
 1. A Fetch is built only for partitions with a position, no pending reset, and nothing left
    to decode (no buffer, or a buffer without a whole batch left: then the fetch starts where
    that buffer ends, while its decoded records are still handed out — the prefetch). At most
-   one prefetched buffer waits behind the current one (``next_buffers``).
+   one prefetched buffer waits behind the current one (``next_buffers``), and at most one
+   Fetch is in flight per partition (``in_flight``: a face may have several Fetches in
+   flight, for different partitions, so that partitions drained early are fetched again
+   while the others are still being handed out).
 2. A response is applied only to partitions still assigned whose fetch offset (rule 1) equals
    the offset the request asked for (a ``seek`` or reassignment while the fetch was in flight
    makes the data stale: it is dropped).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from odradek.client.config import ConsumerConfig
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.records import BatchCursor, DecodedRecords
 from odradek.client.types import (
@@ -40,24 +44,15 @@ _RESET_TIMESTAMPS = {"earliest": m.EARLIEST_TIMESTAMP, "latest": m.LATEST_TIMEST
 
 
 class Fetcher:
-    def __init__(
-        self,
-        *,
-        auto_offset_reset: str = "latest",
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-    ) -> None:
-        if auto_offset_reset not in ("earliest", "latest", "none"):
-            raise ValueError(
-                f"auto_offset_reset must be 'earliest', 'latest' or 'none': {auto_offset_reset!r}"
-            )
-        self.auto_offset_reset = auto_offset_reset
-        self.fetch_max_wait_ms = fetch_max_wait_ms
-        self.fetch_min_bytes = fetch_min_bytes
-        self.fetch_max_bytes = fetch_max_bytes
-        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+    def __init__(self, config: ConsumerConfig) -> None:
+        self.auto_offset_reset = config.auto_offset_reset
+        # the keyword arguments of ops.fetch_op
+        self.fetch_options = {
+            "max_wait_ms": config.fetch_max_wait_ms,
+            "min_bytes": config.fetch_min_bytes,
+            "max_bytes": config.fetch_max_bytes,
+            "partition_max_bytes": config.max_partition_fetch_bytes,
+        }
         self.positions: dict[TopicPartition, int | None] = {}
         self.resets: dict[TopicPartition, str] = {}
         self.buffers: dict[TopicPartition, BatchCursor] = {}
@@ -66,6 +61,8 @@ class Fetcher:
         self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
         self.errors: list[KafkaError] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
+        # partition -> the offsets of the Fetch in flight for it (see fetch_started)
+        self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -90,6 +87,7 @@ class Fetcher:
         return tp
 
     def _drop(self, tp: TopicPartition) -> None:
+        self.in_flight.pop(tp, None)  # its answer, if any, will be stale (invariant 2)
         self.buffers.pop(tp, None)
         self.next_buffers.pop(tp, None)
         self.pending_records.pop(tp, None)
@@ -119,6 +117,11 @@ class Fetcher:
                 del self.resets[tp]
                 self.positions[tp] = hit.offset
 
+    def positions_unknown(self) -> bool:
+        """Whether a partition waits for a reset or has no position (then the consumers run
+        ``resolve_positions_op`` before fetching)."""
+        return bool(self.resets) or None in self.positions.values()
+
     def missing_positions(self) -> list[TopicPartition]:
         """Partitions with no position and no reset policy (``auto_offset_reset="none"``)."""
         return [tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets]
@@ -129,8 +132,9 @@ class Fetcher:
         buffered, or a buffer with no whole batch left to decode (prefetch: the records
         already decoded are still being handed out; the fetch starts after them)."""
         out = {}
+        in_flight = self.in_flight
         for tp, pos in self.positions.items():
-            if pos is None or tp in self.resets or tp in self.next_buffers:
+            if pos is None or tp in self.resets or tp in self.next_buffers or tp in in_flight:
                 continue
             offset = self._fetch_offset(tp, pos)
             if offset is not None:
@@ -143,14 +147,17 @@ class Fetcher:
             return cursor.position if cursor.exhausted else None
         return None if tp in self.pending_records else position
 
-    def fetch_options(self) -> dict[str, int]:
-        """Keyword arguments of ``fetch_op`` for this consumer's settings."""
-        return {
-            "max_wait_ms": self.fetch_max_wait_ms,
-            "min_bytes": self.fetch_min_bytes,
-            "max_bytes": self.fetch_max_bytes,
-            "partition_max_bytes": self.max_partition_fetch_bytes,
-        }
+    def fetch_started(self, offsets: dict[TopicPartition, int]) -> None:
+        """A Fetch for ``offsets`` (from :meth:`fetchable`) was sent: its partitions are not
+        fetchable until :meth:`fetch_ended` with the same dict."""
+        self.in_flight.update(dict.fromkeys(offsets, offsets))
+
+    def fetch_ended(self, offsets: dict[TopicPartition, int]) -> None:
+        """The Fetch for ``offsets`` was answered (and applied) or failed."""
+        in_flight = self.in_flight
+        for tp in offsets:
+            if in_flight.get(tp) is offsets:
+                del in_flight[tp]
 
     def on_fetch(
         self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]
@@ -206,9 +213,6 @@ class Fetcher:
                 continue
             self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
             self.positions[tp] = taken[0].offset
-
-    def has_data(self) -> bool:
-        return bool(self.pending_records) or bool(self.buffers) or bool(self.next_buffers)
 
     def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3)."""

@@ -35,8 +35,10 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
+from odradek.client.config import ConsumerConfig
+from odradek.client.drivers import Notify, Sleep
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from odradek.client.fetcher import Fetcher
 from odradek.client.group_ops import (
@@ -67,17 +69,7 @@ _REJOIN_CODES = {
     ErrorCode.ILLEGAL_GENERATION,
     ErrorCode.UNKNOWN_MEMBER_ID,
 }
-ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")
 Callback = Callable[[set[TopicPartition]], Any]
-
-
-class Sleep(NamedTuple):
-    seconds: float
-
-
-class Notify(NamedTuple):
-    callback: Callback
-    partitions: set[TopicPartition]
 
 
 def _listener_callbacks(listener: Any) -> tuple[Callback | None, Callback | None]:
@@ -88,46 +80,33 @@ def _listener_callbacks(listener: Any) -> tuple[Callback | None, Callback | None
 
 
 class GroupMember:
+    """One consumer's membership of ``config.group_id`` (options: :class:`ConsumerConfig`'s
+    group options), driving ``fetcher``'s assignment. ``clock`` is injected (tests)."""
+
     def __init__(
         self,
-        group_id: str,
+        config: ConsumerConfig,
         fetcher: Fetcher,
         *,
-        client_id: str = "odradek-python",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        request_timeout_ms: int = 30_000,
-        session_timeout_ms: int = 45_000,
-        heartbeat_interval_ms: int = 3000,
-        max_poll_interval_ms: int = 300_000,
-        partition_assignment_strategy: Iterable[str] = ("range",),
-        group_instance_id: str | None = None,
-        metadata_max_age_ms: int = 300_000,
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not group_id:
-            raise ValueError("group_id must be a non-empty string")
-        self.assignors = list(partition_assignment_strategy)
-        unknown = [a for a in self.assignors if a not in ASSIGNORS]
-        if unknown:
-            raise ValueError(f"unknown assignors {unknown}; known: {', '.join(ASSIGNORS)}")
-        self.group_id = group_id
+        assert config.group_id is not None
+        self.assignors = list(config.partition_assignment_strategy)
+        self.group_id = config.group_id
         self.fetcher = fetcher
-        self.client_id = client_id
-        self.enable_auto_commit = enable_auto_commit
-        self.auto_commit_interval_s = auto_commit_interval_ms / 1000
-        self.retry_backoff_s = retry_backoff_ms / 1000
-        self.retry_backoff_max_s = retry_backoff_max_ms / 1000
-        self.request_timeout_s = request_timeout_ms / 1000
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
-        self.rebalance_timeout_ms = max_poll_interval_ms
-        self.group_instance_id = group_instance_id
-        self.metadata_max_age_s = metadata_max_age_ms / 1000
+        self.client_id = config.client_id
+        self.enable_auto_commit = config.enable_auto_commit
+        self.auto_commit_interval_s = config.auto_commit_interval_ms / 1000
+        self.retry_backoff_s = config.retry_backoff_ms / 1000
+        self.retry_backoff_max_s = config.retry_backoff_max_ms / 1000
+        self.request_timeout_s = config.request_timeout_ms / 1000
+        self.session_timeout_ms = config.session_timeout_ms
+        self.heartbeat_interval_s = config.heartbeat_interval_ms / 1000
+        self.rebalance_timeout_ms = config.max_poll_interval_ms
+        self.group_instance_id = config.group_instance_id
+        self.metadata_max_age_s = config.metadata_max_age_ms / 1000
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
         self.clock = clock
         # membership

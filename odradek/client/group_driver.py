@@ -1,80 +1,35 @@
-"""Drivers that run :class:`odradek.client.group.GroupMember` operations for the two consumer faces.
+"""How each consumer face runs its :class:`odradek.client.group.GroupMember` in the background.
 
-:class:`BlockingGroup` (for :class:`odradek.client.consumer.Consumer`): operations run on the
-calling thread (``poll`` runs the rebalance and auto-commit step, so callbacks run inside ``poll``
-as in Kafka); heartbeats run on a daemon thread that only sends Heartbeats and sets flags.
+The member's operations are driven with the face's client as the I/O object
+(:mod:`odradek.client.drivers`): requests through ``Client.call`` (reconnection and retries;
+a JoinGroup may wait its rebalance timeout more), backoffs as sleeps, rebalance callbacks
+through ``notify``. What differs is only where the periodic step runs:
 
-:class:`AsyncGroup` (for :class:`odradek.client.async_consumer.AsyncConsumer`): one task in the
-consumer's task group runs the step, the heartbeats and the callbacks (aiokafka's model:
-rebalances happen in the background; a callback may be a plain function or a coroutine).
-
-JoinGroup waits on the broker until the generation forms (up to the rebalance timeout,
-``max_poll_interval_ms``), longer than ``request_timeout_ms``: both drivers send it on the
-client's connection with a deadline of ``max_poll_interval_ms + request_timeout_ms``; every
-other call goes through ``Client.call`` (reconnection and retries).
+- :class:`BlockingGroup` (for :class:`odradek.client.consumer.Consumer`): the rebalance and
+  auto-commit step runs inside ``poll`` on the calling thread (callbacks run inside ``poll``,
+  as in Kafka); heartbeats run on a daemon thread that only sends Heartbeats and sets flags.
+- :class:`AsyncGroup` (for :class:`odradek.client.async_consumer.AsyncConsumer`): one task in
+  the consumer's task group runs the step, the heartbeats and the callbacks (aiokafka's
+  model: rebalances happen in the background; a callback may be a plain function or a
+  coroutine). A fatal error is queued for the next ``getmany``.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from collections.abc import Callable
 
 import anyio
 
 from odradek.client.async_client import AsyncClient
-from odradek.client.drivers import drive, drive_async
-from odradek.client.errors import KafkaError, KafkaTimeoutError
-from odradek.client.fetcher import Fetcher
-from odradek.client.group import GroupMember, Notify, Sleep
-from odradek.client.ops import Call, Op
-from odradek.client.sync_client import Client
-from odradek.client.types import ConsumerRecord, TopicPartition
-from odradek.protocol import messages as m
+from odradek.client.blocking_client import Client
+from odradek.client.errors import KafkaError
+from odradek.client.group import GroupMember
+from odradek.client.types import TopicPartition
 
-__all__ = ["AsyncGroup", "BlockingGroup", "LagMixin", "consumed_offsets"]
+__all__ = ["AsyncGroup", "BlockingGroup"]
 
 Consumed = Callable[[], dict[TopicPartition, int]]
-
-
-def consumed_offsets(
-    positions: Mapping[TopicPartition, int | None], unyielded: Iterable[ConsumerRecord] = ()
-) -> dict[TopicPartition, int]:
-    """What to commit: each partition's position, moved back to the first record that was
-    drained from the fetcher but not yet handed to the application (iteration buffers)."""
-    out = {tp: pos for tp, pos in positions.items() if pos is not None}
-    for record in unyielded:
-        tp = TopicPartition(record.topic, record.partition)
-        if tp in out and record.offset < out[tp]:
-            out[tp] = record.offset
-    return out
-
-
-class LagMixin:
-    """``highwater`` and ``lag`` of both consumer faces (which own ``self._fetcher``)."""
-
-    _fetcher: Fetcher
-
-    def highwater(self, tp: TopicPartition) -> int | None:
-        """The high watermark of ``tp`` seen by the last fetch (``None`` before one)."""
-        return self._fetcher.high_watermarks.get(TopicPartition(*tp))
-
-    def lag(self) -> dict[TopicPartition, int]:
-        """Records left to read per assigned partition (last high watermark - position)."""
-        fetcher = self._fetcher
-        out = {}
-        for tp, position in fetcher.positions.items():
-            high = fetcher.high_watermarks.get(tp)
-            if position is not None and high is not None:
-                out[tp] = max(0, high - position)
-        return out
-
-
-def _join_timeout_s(member: GroupMember, request_timeout_ms: int) -> float:
-    return (member.rebalance_timeout_ms + request_timeout_ms) / 1000
 
 
 class BlockingGroup:
@@ -82,28 +37,11 @@ class BlockingGroup:
         self.client = client
         self.member = member
         self.consumed = consumed
-        self._join_timeout_s = _join_timeout_s(member, client.request_timeout_ms)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def run(self, op: Op[Any]) -> Any:
-        """Run a group operation on the calling thread (callbacks run here too)."""
-        return drive(op, self._effect)
-
-    def _effect(self, item: Call | Sleep | Notify) -> Any:
-        if isinstance(item, Sleep):
-            time.sleep(item.seconds)  # a retry backoff
-            return None
-        if isinstance(item, Notify):
-            return item.callback(set(item.partitions))
-        if isinstance(item.request, m.JoinGroupRequest):
-            future = self.client.connection().submit(item.request, item.raw)
-            assert future is not None
-            try:
-                return future.result(self._join_timeout_s)
-            except FutureTimeout:
-                raise KafkaTimeoutError("JoinGroup got no response in time") from None
-        return self.client.call(item.request, item.raw)
+    def wake(self) -> None:
+        """Nothing to wake: the next ``poll`` runs the step."""
 
     def step(self) -> None:
         """The consumer's part of ``poll``: regex check, rebalance, auto-commit."""
@@ -112,13 +50,13 @@ class BlockingGroup:
                 target=self._heartbeat_loop, name=f"heartbeat-{self.member.group_id}", daemon=True
             )
             self._thread.start()
-        self.run(self.member.poll_op(self.consumed))
+        self.client.run(self.member.poll_op(self.consumed))
 
     def _heartbeat_loop(self) -> None:
         member = self.member
         while not self._stop.wait(max(0.005, member.next_heartbeat_s - member.clock())):
             if member.heartbeat_due():
-                self.run(member.heartbeat_op())
+                self.client.run(member.heartbeat_op())
             elif member.next_heartbeat_s <= member.clock():
                 member.next_heartbeat_s = member.clock() + member.heartbeat_interval_s
 
@@ -126,7 +64,7 @@ class BlockingGroup:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.client.request_timeout_ms / 1000)
-        self.run(self.member.close_op(self.consumed))
+        self.client.run(self.member.close_op(self.consumed))
 
 
 class AsyncGroup:
@@ -143,28 +81,7 @@ class AsyncGroup:
         self.consumed = consumed
         self.on_change = on_change
         self.errors = errors  # the fetcher's: raised by the next getmany
-        self._join_timeout_s = _join_timeout_s(member, client.request_timeout_ms)
         self._wake: anyio.Event | None = None  # made by loop(), inside the event loop
-
-    async def run(self, op: Op[Any]) -> Any:
-        """Run a group operation in the calling task (callbacks run here too)."""
-        return await drive_async(op, self._effect)
-
-    async def _effect(self, item: Call | Sleep | Notify) -> Any:
-        if isinstance(item, Sleep):
-            await anyio.sleep(item.seconds)  # a retry backoff
-            return None
-        if isinstance(item, Notify):
-            result = item.callback(set(item.partitions))
-            return (await result) if inspect.isawaitable(result) else result
-        if isinstance(item.request, m.JoinGroupRequest):
-            conn = await self.client.connection()
-            try:
-                with anyio.fail_after(self._join_timeout_s):
-                    return await conn.request(item.request, item.raw)
-            except TimeoutError:
-                raise KafkaTimeoutError("JoinGroup got no response in time") from None
-        return await self.client.call(item.request, item.raw)
 
     def wake(self) -> None:
         if self._wake is not None:
@@ -176,9 +93,9 @@ class AsyncGroup:
         self._wake = anyio.Event()
         while True:
             try:
-                await self.run(member.poll_op(self.consumed))
+                await self.client.run(member.poll_op(self.consumed))
                 if member.heartbeat_due():
-                    await self.run(member.heartbeat_op())
+                    await self.client.run(member.heartbeat_op())
             except Exception as exc:  # fatal group error or a callback's: the next getmany
                 self.errors.append(exc if isinstance(exc, KafkaError) else _wrap(exc))
                 member.rejoin_needed = False
@@ -190,7 +107,7 @@ class AsyncGroup:
                 self._wake = anyio.Event()
 
     async def close(self) -> None:
-        await self.run(self.member.close_op(self.consumed))
+        await self.client.run(self.member.close_op(self.consumed))
 
 
 def _wrap(exc: Exception) -> KafkaError:

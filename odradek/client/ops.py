@@ -1,7 +1,7 @@
 """Operations as sans-I/O generators: each yields :class:`Call` and receives
-``(response, raw_tail)`` back, then returns its result. A blocking driver
-(:meth:`odradek.client.sync_client.Client.run`) and an async one (:meth:`AsyncClient.run`) execute
-the same generator, so every operation is written once for both faces.
+``(response, raw_tail)`` back, then returns its result. A blocking driver and an async one
+(:mod:`odradek.client.drivers`) execute the same generator, so every operation is written once
+for both faces.
 
 A driver throws the call's exception (``KafkaConnectionError``, ``KafkaTimeoutError``) into the
 generator; an operation that does not catch it lets it propagate to the application.
@@ -12,9 +12,10 @@ operation (raised, or returned where the API says so).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Generator, Iterable, Mapping
+from typing import Any, TypeVar
 
+from odradek.client.drivers import Call
 from odradek.client.errors import KafkaError, for_code
 from odradek.client.types import (
     BrokerMetadata,
@@ -26,7 +27,6 @@ from odradek.client.types import (
 )
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.frames import Buffer
 
 __all__ = [
     "Call",
@@ -43,11 +43,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class Call(NamedTuple):
-    request: m.Request
-    raw: Buffer | Sequence[Buffer] = b""
 
 
 Op = Generator[Call, tuple[m.Response, memoryview], T]

@@ -3,13 +3,11 @@ Configuration, partitioning, record checks, retry decisions and response handlin
 :class:`~odradek.client.producer_core.ProducerCore`'s (the async producer's too).
 
 ``send()`` (any thread) picks the partition, appends the record to the partition's open batch
-and returns a :class:`~odradek.client.accumulator.RecordFuture`. A null-key record without headers
-or timestamp for the default (sticky) partitioner takes no lock: it is appended to the topic's
-*tail* batch, owned for the moment of the append by popping it from a dict (see
-:mod:`odradek.client.accumulator`); other records take a narrow append lock. Where the C extension
-is built, an instance's ``send`` is :meth:`odradek.client.record_buffer.TailAppender.send`: the call
-``send(topic, value)`` appends in C without running Python code, every other call runs the
-``Producer.send`` below. The sender thread
+and returns a :class:`~odradek.client.futures.RecordFuture`. A null-key record without headers
+or timestamp for the default (sticky) partitioner takes no lock: ``send`` hands it to
+``TailAppender.append`` (:mod:`odradek.client.record_buffer`: C where built), which appends it
+to the topic's *tail* batch, owned for the moment of the append by popping it from a dict (see
+:mod:`odradek.client.accumulator`); other records take a narrow append lock. The sender thread
 closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
 sends one Produce request at a time holding at most one batch per partition, with up to
 ``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
@@ -36,18 +34,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
-from types import MethodType
+from contextlib import contextmanager
 from typing import Any
 
-from odradek.client.accumulator import Batch, FailedFuture, RecordFuture, record_future
-from odradek.client.column_send import send_columns
-from odradek.client.connection import BlockingConnection
+from odradek.client import column_send
+from odradek.client.accumulator import Batch
+from odradek.client.blocking_client import Client
+from odradek.client.blocking_connection import BlockingConnection
+from odradek.client.drivers import blocking_face
 from odradek.client.errors import KafkaError, KafkaTimeoutError
-from odradek.client.producer_core import ProducerCore, TopicWait, as_bytes
-from odradek.client.record_buffer import Column, PyTailAppender, TailAppender
-from odradek.client.sync_client import Client
-from odradek.client.types import TopicPartition
+from odradek.client.futures import FailedFuture, RecordFuture, record_future
+from odradek.client.ops import Op
+from odradek.client.producer_core import Placed, ProducerCore
 
 __all__ = ["Producer"]
 
@@ -55,6 +55,7 @@ _monotonic = time.monotonic
 _TAIL_RETRY_S = 0.0002
 
 
+@blocking_face
 class Producer(ProducerCore):
     """The blocking producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
 
@@ -65,26 +66,14 @@ class Producer(ProducerCore):
     """
 
     _client_type = Client
+    _delivery_type = RecordFuture
 
     def _init_face(self) -> None:
-        # the default partitioner's sticky choices, read directly by send() (hot path)
-        partitioner = self._partitioner
-        self._sticky = partitioner.sticky if partitioner.kind == "default" else None
-        self._buffer_memory = self.config.buffer_memory
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
-        # send()'s lock-free path (client.record_buffer); closed when the producer closes
-        self._appender = TailAppender(
-            self._acc.tails, self._batch_size, RecordFuture, MethodType(Producer.send, self)
-        )
-        self._tail_append = self._appender.append
-        if TailAppender is not PyTailAppender and type(self).send is Producer.send:
-            # the C appender's send() is append() for send(topic, value) and Producer.send
-            # for any other call: the commonest call then runs no Python code
-            self.send = self._appender.send  # type: ignore[method-assign]
         self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0
@@ -94,111 +83,35 @@ class Producer(ProducerCore):
         self._sender.start()
 
     # -- send --------------------------------------------------------------------------------
-    def send(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-    ) -> Future[Any]:
-        """Queue one record; returns a Future of its :class:`RecordMetadata`."""
-        if key is None and partition is None and timestamp_ms is None and headers is None:
-            future = self._tail_append(topic, value)  # the topic's tail batch, lock-free
-            if future is not None:
-                return future
-        return self._send(topic, value, key, partition, timestamp_ms, headers)
-
-    def send_columns(
-        self,
-        topic: str,
-        partition: int | None,
-        values: Column | None,
-        keys: Column | None,
-        rows: Any,
-    ) -> list[Future[Any]]:
-        """Queue many records from Arrow-layout columns, a batch at a time: one future per
-        batch used (:mod:`odradek.client.column_send`)."""
-        return send_columns(self, topic, partition, values, keys, rows)
-
-    def _send(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-        headers: list[tuple[str, bytes | None]] | None,
-    ) -> Future[Any]:
-        if type(value) is not bytes and value is not None:
-            value = as_bytes(value, "value")
-        if type(key) is not bytes and key is not None:
-            key = as_bytes(key, "key")
-        count = self._partition_counts.get(topic)
-        if count is None:
-            try:
-                count = self._wait_for_topic(topic)
-            except KafkaError as exc:
-                return FailedFuture(exc)
-        sticky = partition is None and key is None and self._sticky is not None
-        placed = self._place(topic, key, value, partition, timestamp_ms, headers, count)
+    def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> Future[Any]:
+        placed = self._client.run(place)
         if isinstance(placed, KafkaError):
             return FailedFuture(placed)
-        partition, timestamp_ms, size = placed
-        acc = self._acc
         while True:
-            if acc.buffered_bytes >= self._buffer_memory:
-                with self._lock:
-                    self._wait_for_memory()
-            with self._append_lock:
-                if self._closing:
-                    raise KafkaError("producer is closed")
-                appended = self._append_locked(
-                    topic, partition, sticky, key, value, timestamp_ms, headers, size
-                )
-            if appended is not None:
+            with self._appending():
+                added = self._add(placed, tail, _monotonic())
+            if added is not None:
                 break
             time.sleep(0)  # another thread holds the tail for a moment: let it finish
-        batch, index, fresh = appended
+        batch, index, fresh = added
         if fresh:  # its linger deadline may be the sender's next wake-up
             with self._lock:
                 self._wake.notify()
         return record_future(batch, index)
 
-    def _append_locked(
-        self,
-        topic: str,
-        partition: int,
-        sticky: bool,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp_ms: int,
-        headers: list[tuple[str, bytes | None]] | None,
-        size: int,
-    ) -> tuple[Batch, int, bool] | None:
-        """Append under ``_append_lock``: ``(batch, index, fresh)``, or ``None`` when the
-        partition's open batch is a tail held by another thread (retry)."""
-        acc = self._acc
-        batch = acc.open.get((topic, partition))  # a plain tuple finds a TopicPartition
-        owned = batch is not None and batch.is_tail
-        if owned and not acc.own_tail(batch):  # type: ignore[union-attr]
-            return None
-        fresh = False
-        if batch is None or batch.size_bytes + size > self._batch_size:
-            if batch is not None:
-                acc.close(batch)
-            batch = acc.new_batch(TopicPartition(topic, partition), _monotonic())
-            fresh = True
-            # a null-key record for the sticky partition: publish the batch as the tail
-            owned = sticky and not headers and value is not None and topic not in acc.tail_of
-            if owned:
-                acc.make_tail(batch)
-        index = acc.append(batch, key, value, timestamp_ms, headers)
-        if owned:
-            acc.tails[topic] = batch
-        return batch, index, fresh
+    @contextmanager
+    def _appending(self) -> Iterator[None]:
+        """Wait while ``buffer_memory`` is full (up to ``max_block_ms``), then hold the
+        append lock; raises :class:`KafkaError` once the producer is closing."""
+        if self._acc.buffered_bytes >= self.config.buffer_memory:
+            with self._lock:
+                self._wait_for_memory()
+        with self._append_lock:
+            if self._closing:
+                raise KafkaError("producer is closed")
+            yield
+
+    send_columns = column_send.send_columns
 
     def _wait_for_memory(self) -> None:
         deadline = _monotonic() + self.config.max_block_ms / 1000
@@ -211,23 +124,6 @@ class Producer(ProducerCore):
                 )
             self._wake.notify()
             self._wake.wait(remaining)
-
-    def _wait_for_topic(self, topic: str) -> int:
-        """Fetch the topic's partition count, retrying while it is unknown (max_block_ms)."""
-        wait = TopicWait(topic, self.config, self._metadata, _monotonic())
-        while True:
-            meta = self._client.metadata([topic], allow_auto_create=True)
-            delay_s = wait.step(meta, _monotonic())
-            if delay_s is None:
-                return self._partition_counts[topic]
-            time.sleep(delay_s)  # backoff before asking the broker again
-
-    def partitions_for(self, topic: str) -> set[int]:
-        """The partitions of ``topic`` as last seen (waiting for its metadata the first time)."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = self._wait_for_topic(topic)
-        return set(range(count))
 
     # -- sender thread -----------------------------------------------------------------------
     def _run_sender(self) -> None:
@@ -265,7 +161,7 @@ class Producer(ProducerCore):
             self._send_batches(batches)
             stale_topics = self._metadata.due(_monotonic())
             if stale_topics is not None:
-                self._refresh_metadata(stale_topics)
+                self._client.run(self._refresh_op(stale_topics))
 
     def _send_batches(self, batches: list[Batch]) -> None:
         request, raw = self._produce_request(batches)
@@ -303,17 +199,8 @@ class Producer(ProducerCore):
         """Settle batches from a response (or a connection error); re-queue retriable ones."""
         retry, freed = self._settle(batches, response, error, retry_ok=not self._closed)
         with self._lock, self._append_lock:
-            self._acc.buffered_bytes -= freed
-            if retry:
-                self._acc.requeue(retry)
+            self._acc.settle(retry, freed)
             self._wake.notify_all()
-
-    def _refresh_metadata(self, topics: list[str]) -> None:
-        try:
-            meta = self._client.metadata(topics)
-        except KafkaError:
-            return  # kept as it was; asked again after metadata_max_age_ms
-        self._metadata.update(meta.topics)
 
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
@@ -348,13 +235,9 @@ class Producer(ProducerCore):
         if self._sender.is_alive():
             with self._lock, self._append_lock:
                 stranded = [
-                    *self._acc.unfinished(),
+                    *self._acc.drain(),
                     *(b for _, bs in self._in_flight.values() for b in bs),
                 ]
-                self._acc.open.clear()
-                self._acc.tails.clear()
-                self._acc.tail_of.clear()
-                self._acc.ready.clear()
                 self._in_flight.clear()
                 self._wake.notify_all()
             for batch in stranded:

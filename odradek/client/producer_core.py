@@ -1,80 +1,38 @@
 """Producer logic shared by the blocking and async producers, written once and driven by both
-(no I/O here): configuration, record value checks, the topic metadata cache and when to
-refresh it, the retry decision, and the handling of Produce responses."""
+(no I/O here): configuration, record checks and placement, waiting for a topic's metadata and
+refreshing it (sans-I/O operations each face drives), the retry decision, and the handling of
+Produce responses."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
+from odradek.client.config import ProducerConfig, options_of
 from odradek.client.core import backoff_ms
+from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaError, for_code
-from odradek.client.ops import build_produce
-from odradek.client.partitioner import Partitioner, UserPartitioner
-from odradek.client.record_buffer import record_size
-from odradek.client.types import ClusterMetadata, TopicMetadata, TopicPartition
+from odradek.client.ops import Op, build_produce, metadata_op
+from odradek.client.partitioner import Partitioner
+from odradek.client.record_buffer import TailAppender, record_size
+from odradek.client.types import TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import Compression
 
 __all__ = [
-    "ProducerConfig",
     "ProducerCore",
     "TopicPartitionCounts",
-    "TopicWait",
     "as_bytes",
     "handle_produce_response",
     "retry_at_s",
     "topic_error",
 ]
 
-_CODECS = {
-    None: Compression.NONE,
-    "none": Compression.NONE,
-    "gzip": Compression.GZIP,
-    "snappy": Compression.SNAPPY,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
-
-
-@dataclass(frozen=True)
-class ProducerConfig:
-    acks: int
-    linger_ms: int
-    batch_size: int
-    buffer_memory: int
-    compression: Compression
-    max_request_size: int
-    max_in_flight: int
-    delivery_timeout_ms: int
-    request_timeout_ms: int
-    retries: int
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-    max_block_ms: int
-    metadata_max_age_ms: int
-
-    @classmethod
-    def make(
-        cls, *, acks: int | str, compression_type: str | None, **values: int
-    ) -> ProducerConfig:
-        if acks == "all":
-            acks = -1
-        if acks not in (0, 1, -1):
-            raise ValueError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
-        if compression_type not in _CODECS:
-            raise ValueError(
-                f"compression_type must be None, 'gzip', 'snappy', 'lz4' or 'zstd', "
-                f"not {compression_type!r}"
-            )
-        for name, value in values.items():
-            if value < 0 or (value == 0 and name in ("batch_size", "max_in_flight")):
-                raise ValueError(f"{name} must be positive, not {value}")
-        return cls(acks=int(acks), compression=_CODECS[compression_type], **values)
+Headers = list[tuple[str, bytes | None]] | None
+#: a record ready for the accumulator: topic, partition, key, value, timestamp, headers, size
+Placed = tuple[str, int, bytes | None, bytes | None, int, Headers, int]
 
 
 def as_bytes(data: Any, what: str) -> bytes:
@@ -190,44 +148,6 @@ def handle_produce_response(
             yield batch, None
 
 
-class TopicWait:
-    """Waiting for a topic's partition count before its first record (``max_block_ms``): the
-    face asks the broker (allowing auto-creation), hands the answer to :meth:`step`, and
-    sleeps for what it returns, until it returns ``None`` (the count is in ``counts``).
-    Raises the topic's error: at once if it is not retriable (an invalid name), once
-    ``max_block_ms`` has passed if it is (an unknown topic)."""
-
-    __slots__ = ("_attempt", "_config", "_counts", "_deadline_s", "_topic")
-
-    def __init__(
-        self, topic: str, config: ProducerConfig, counts: TopicPartitionCounts, now_s: float
-    ) -> None:
-        self._topic = topic
-        self._config = config
-        self._counts = counts
-        self._deadline_s = now_s + config.max_block_ms / 1000
-        self._attempt = 0
-
-    def step(self, metadata: ClusterMetadata, now_s: float) -> float | None:
-        """The backoff in seconds before asking again, or ``None``: the topic is known."""
-        topic, cfg = self._topic, self._config
-        info = metadata.topics.get(topic)
-        error = topic_error(topic, info)
-        if error is None:
-            assert info is not None
-            self._counts.counts[topic] = len(info.partitions)
-            return None
-        delay_s = backoff_ms(self._attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
-        if not error.retriable or now_s + delay_s >= self._deadline_s:
-            if error.retriable:
-                error = type(error)(
-                    f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
-                )
-            raise error
-        self._attempt += 1
-        return delay_s
-
-
 class ProducerCore:
     """A producer of records to the broker's topics, batched per partition.
 
@@ -241,7 +161,8 @@ class ProducerCore:
       partitioner: ``"default"`` (murmur2 of the key, sticky for null keys),
         ``"round_robin"``, ``"random"``, or a callable ``(key, all_partitions, available)``.
       max_request_size: bytes per Produce request (and so per record) at most.
-      max_in_flight_requests_per_connection: Produce requests awaiting an answer at most.
+      max_in_flight (or Kafka's ``max_in_flight_requests_per_connection``): Produce requests
+        awaiting an answer at most.
       delivery_timeout_ms: how long a record may take, retries included, before it fails.
       request_timeout_ms: how long a request may go unanswered (the connection is then
         closed and its batches retried).
@@ -253,75 +174,85 @@ class ProducerCore:
       client_id: sent with every request.
 
     Raises:
-      ValueError: a bad option (:meth:`ProducerConfig.make`, the partitioner).
+      ValueError: a bad option (:class:`~.config.ProducerConfig`, the partitioner).
 
     ``send`` raises ``TypeError`` for a key or value that is not ``bytes``, ``bytearray``,
     ``memoryview`` or ``None``, and :class:`~odradek.client.errors.KafkaError` once the
     producer is closed; every other error (unknown or invalid topic, partition out of range,
     record too large, a failed or timed-out delivery) is the record's delivery result.
     ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+    The options are kept, validated, in :attr:`config` (a :class:`~.config.ProducerConfig`).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
+    _delivery_type: type  # what send() returns per record: RecordFuture or DeliveryHandle
 
-    def __init__(
-        self,
-        bootstrap_servers: str | Sequence[str],
-        *,
-        acks: int | str = 1,
-        linger_ms: int = 5,
-        batch_size: int = 1_048_576,
-        buffer_memory: int = 33_554_432,
-        compression_type: str | None = None,
-        partitioner: str | UserPartitioner = "default",
-        max_request_size: int = 1_048_576,
-        max_in_flight_requests_per_connection: int = 5,
-        delivery_timeout_ms: int = 120_000,
-        request_timeout_ms: int = 30_000,
-        retries: int = 2_147_483_647,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        max_block_ms: int = 60_000,
-        metadata_max_age_ms: int = 300_000,
-        client_id: str = "odradek-python",
-    ) -> None:
-        self.config = cfg = ProducerConfig.make(
-            acks=acks,
-            linger_ms=linger_ms,
-            batch_size=batch_size,
-            buffer_memory=buffer_memory,
-            compression_type=compression_type,
-            max_request_size=max_request_size,
-            max_in_flight=max_in_flight_requests_per_connection,
-            delivery_timeout_ms=delivery_timeout_ms,
-            request_timeout_ms=request_timeout_ms,
-            retries=retries,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            max_block_ms=max_block_ms,
-            metadata_max_age_ms=metadata_max_age_ms,
-        )
-        self._partitioner = Partitioner(partitioner)
-        self._client = self._client_type(
-            bootstrap_servers,
-            client_id=client_id,
-            request_timeout_ms=request_timeout_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
+    @options_of(ProducerConfig)
+    def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
+        if "max_in_flight_requests_per_connection" in options:  # Kafka's long name
+            options["max_in_flight"] = options.pop("max_in_flight_requests_per_connection")
+        self.config = cfg = ProducerConfig(bootstrap_servers=bootstrap_servers, **options)
+        self._partitioner = Partitioner(cfg.partitioner)
+        self._sticky = self._partitioner.kind == "default"  # null keys: one partition a batch
+        self._client = self._io = self._client_type(config=cfg)
         # a batch (61-byte header + records) never exceeds max_request_size
         self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
-        self._batch_size = min(cfg.batch_size, self._max_record_bytes)
         self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, time.monotonic())
         self._partition_counts = self._metadata.counts  # read by send() (hot path)
         self._acc = Accumulator(
-            batch_size=cfg.batch_size,
+            batch_size=min(cfg.batch_size, self._max_record_bytes),
             linger_s=cfg.linger_ms / 1000,
             delivery_timeout_s=cfg.delivery_timeout_ms / 1000,
+            compression=cfg.compression_type,
             on_batch_closed=self._on_batch_closed,
         )
-        self._acc.compression = cfg.compression
+        # send()'s lock-free path into the C record buffer (client.record_buffer): appends a
+        # null-key record to its topic's tail batch and returns the face's delivery object;
+        # closed (every record takes the face's _queue) while the producer does not run
+        self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
+        self._tail_append = self._appender.append
         self._init_face()
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers = None,
+    ) -> Any:
+        """Queue one record for ``topic``. The blocking producer returns a
+        ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
+        an awaitable: ``await producer.send(...)`` queues the record and gives a
+        :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
+
+        ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
+        ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
+        bytes-like or ``None``, :class:`KafkaError` if the producer is closed (or, async, not
+        started); every other error is the record's delivery result (see the class doc)."""
+        if key is None and partition is None and timestamp_ms is None and headers is None:
+            delivery = self._tail_append(topic, value)  # TailAppender.append: C, lock-free
+            if delivery is not None:
+                return delivery
+        place = self._place_op(topic, value, key, partition, timestamp_ms, headers)
+        return self._queue(place, self._sticky and partition is None and key is None)
+
+    def _add(self, placed: Placed, tail: bool, now_s: float) -> tuple[Batch, int, bool] | None:
+        """Add a placed record to the accumulator (see ``Accumulator.add``); for a record that
+        may go to its topic's tail (``tail``), a full tail is closed first and the record
+        goes to the sticky partition chosen then (KIP-480: a new batch, a new partition)."""
+        topic = placed[0]
+        if tail and self._acc.retire_full_tail(topic, placed[-1]):
+            count = self._partition_counts[topic]
+            placed = (topic, self._partitioner.partition(topic, None, count), *placed[2:])
+        return self._acc.add(*placed, now_s, tail)
+
+    def _queue(self, place: Op[Placed | KafkaError], tail: bool) -> Any:
+        """The face's way of running ``place`` and adding the record to the accumulator
+        (``tail``: it may open its topic's lock-free tail batch)."""
+        raise NotImplementedError
 
     def _init_face(self) -> None:
         """The face's own state (threads, locks, events), set up last."""
@@ -329,18 +260,29 @@ class ProducerCore:
     def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
         self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
 
-    def _place(
+    def _place_op(
         self,
         topic: str,
-        key: bytes | None,
         value: bytes | None,
+        key: bytes | None,
         partition: int | None,
         timestamp_ms: int | None,
-        headers: list[tuple[str, bytes | None]] | None,
-        count: int,
-    ) -> tuple[int, int, int] | KafkaError:
-        """``(partition, timestamp_ms, size)`` of a record for a topic of ``count`` partitions,
-        or the error that fails its delivery (partition out of range, record too large)."""
+        headers: Headers,
+    ) -> Op[Placed | KafkaError]:
+        """Check a record and place it: the key and value as ``bytes`` (``TypeError`` for
+        other types), the partition (waiting for the topic's metadata the first time: see
+        :meth:`_topic_op`), the timestamp and its estimated size; or the error that fails its
+        delivery (an unknown or invalid topic, a partition out of range, a record too large)."""
+        if type(value) is not bytes and value is not None:
+            value = as_bytes(value, "value")
+        if type(key) is not bytes and key is not None:
+            key = as_bytes(key, "key")
+        count = self._partition_counts.get(topic)
+        if count is None:
+            try:
+                count = yield from self._topic_op(topic)
+            except KafkaError as exc:
+                return exc
         if partition is None:
             partition = self._partitioner.partition(topic, key, count)
         elif not 0 <= partition < count:
@@ -355,7 +297,50 @@ class ProducerCore:
             return for_code(
                 ErrorCode.MESSAGE_TOO_LARGE, f"record of ~{size} bytes exceeds max_request_size"
             )
-        return partition, timestamp_ms, size
+        return topic, partition, key, value, timestamp_ms, headers, size
+
+    def _topic_op(self, topic: str) -> Op[int]:
+        """The partition count of ``topic``, asking the broker (allowing auto-creation) until
+        it is known. Raises the topic's error: at once if it is not retriable (an invalid
+        name), once ``max_block_ms`` has passed if it is (an unknown topic)."""
+        cfg = self.config
+        deadline_s = time.monotonic() + cfg.max_block_ms / 1000
+        attempt = 0
+        while True:
+            meta = yield from metadata_op([topic], allow_auto_create=True)
+            info = meta.topics.get(topic)
+            error = topic_error(topic, info)
+            if error is None:
+                assert info is not None
+                self._partition_counts[topic] = len(info.partitions)
+                return len(info.partitions)
+            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
+            if not error.retriable or time.monotonic() + delay_s >= deadline_s:
+                if error.retriable:
+                    error = type(error)(
+                        f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
+                    )
+                raise error
+            attempt += 1
+            yield Sleep(delay_s)  # backoff before asking the broker again
+
+    def _refresh_op(self, topics: list[str]) -> Op[None]:
+        """Ask the partition counts of ``topics`` again (a failure keeps them as they were;
+        they are asked again after ``metadata_max_age_ms``)."""
+        try:
+            meta = yield from metadata_op(topics)
+        except KafkaError:
+            return
+        self._metadata.update(meta.topics)
+
+    @operation
+    def partitions_for(self, topic: str) -> Op[set[int]]:
+        """The partitions of ``topic`` as last seen (waiting for its metadata the first time,
+        up to ``max_block_ms``)."""
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = yield from self._topic_op(topic)
+        return set(range(count))
 
     def _produce_request(self, batches: list[Batch]) -> tuple[m.ProduceRequest, list[Any]]:
         """Encode ``batches`` and count the attempt: the Produce request and its record bytes."""

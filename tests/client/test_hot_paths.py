@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 from odradek.client import Admin, Consumer, NewTopic, Producer, TopicPartition
 from odradek.client.records import DecodedRecords
@@ -173,16 +174,50 @@ def test_decoded_records_take_in_chunks() -> None:
     assert len(batch) == 0 and not batch
 
 
-def test_send_is_the_compiled_fast_path_unless_a_subclass_overrides_it(bootstrap: str) -> None:
-    from odradek.client import native
-
+def test_send_is_the_class_method_and_appends_null_key_records_to_the_tail(bootstrap: str) -> None:
     class Counting(Producer):
         def send(self, *args, **kwargs):  # type: ignore[no-untyped-def]
             self.calls = getattr(self, "calls", 0) + 1
             return super().send(*args, **kwargs)
 
-    with Producer(bootstrap) as plain, Counting(bootstrap) as counting:
-        compiled = native.load("_record_buffer") is not None
-        assert (type(plain.send).__name__ == "builtin_function_or_method") == compiled
+    with Producer(bootstrap, linger_ms=60_000) as plain, Counting(bootstrap) as counting:
+        assert "send" not in vars(plain) and plain.send.__func__ is Producer.send
+        taken: list[bool] = []
+        append = plain._tail_append
+
+        def spy(topic: str, value: bytes) -> Any:
+            future = append(topic, value)
+            taken.append(future is not None)
+            return future
+
+        plain._tail_append = spy  # type: ignore[method-assign]
+        futures = [plain.send("t-tail", b"v") for _ in range(4)]
+        plain.send("t-tail", b"k", b"key")  # a key: the locked path, not the tail
+        plain.flush(timeout=10)
+        assert taken == [False, True, True, True]  # the first record opened the tail batch
+        assert [f.result(timeout=10).offset for f in futures] == [0, 1, 2, 3]
         counting.send("t-sub", b"v").result(timeout=10)
         assert counting.calls == 1
+
+
+def test_a_full_tail_batch_is_replaced_by_one_on_the_next_sticky_partition(bootstrap: str) -> None:
+    # 10 records of 100 bytes fill a batch (136 estimated bytes each): a full tail must be
+    # closed by the next record and a new tail opened, on the sticky partition it moved to,
+    # so only the record after each full batch leaves the lock-free path
+    Admin(bootstrap).create_topics([NewTopic("t-full-tail", 3)])
+    with Producer(bootstrap, batch_size=1360, linger_ms=60_000) as producer:
+        declined = 0
+        append = producer._tail_append
+
+        def spy(topic: str, value: bytes) -> Any:
+            nonlocal declined
+            future = append(topic, value)
+            declined += future is None
+            return future
+
+        producer._tail_append = spy  # type: ignore[method-assign]
+        futures = [producer.send("t-full-tail", bytes(100)) for _ in range(1000)]
+        producer.flush(timeout=10)
+        assert declined <= 1000 // 10 + 2
+        partitions = {f.result(timeout=10).partition for f in futures}
+        assert len(partitions) > 1  # the sticky partition moved on (KIP-480)

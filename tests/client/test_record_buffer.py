@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.client import native
-from odradek.client.accumulator import Batch, RecordFuture, encode_batch
+from odradek.client.accumulator import Batch, encode_batch
+from odradek.client.futures import RecordFuture
 from odradek.client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
 from odradek.client.types import TopicPartition
 from odradek.protocol.records import Compression, decode_records, validate_batch
@@ -179,31 +180,40 @@ def test_the_compiled_appender_needs_slots_for_its_futures() -> None:
         compiled.TailAppender({}, 100, NoSlots)
 
 
-@pytest.mark.parametrize(("appender_cls", "buffer_cls"), APPENDERS)
-def test_send_takes_the_tail_for_topic_and_value_and_the_fallback_otherwise(
-    appender_cls: Any, buffer_cls: Any
-) -> None:
-    tails, batch = _tail(buffer_cls)
-    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+def _tails_consistent(acc: Any) -> bool:
+    """Every published tail is its topic's live tail and its partition's open batch."""
+    return all(
+        batch.is_tail and acc.tail_of.get(topic) is batch and acc.open.get(batch.tp) is batch
+        for topic, batch in acc.tails.items()
+    )
 
-    def fallback(*args: Any, **kwargs: Any) -> str:
-        calls.append((args, kwargs))
-        return "fallback"
 
-    send = appender_cls(tails, 1000, RecordFuture, fallback).send
-    assert type(send("t", b"v")) is RecordFuture
-    assert send("t", b"v", b"k") == "fallback"
-    assert send("t", value=b"v") == "fallback"
-    assert send("t", b"v", partition=0, headers=None) == "fallback"
-    assert send("other", b"v") == "fallback"  # append declined: no tail for that topic
-    assert send("t", "text") == "fallback"
-    assert calls == [
-        (("t", b"v", b"k"), {}),
-        (("t",), {"value": b"v"}),
-        (("t", b"v"), {"partition": 0, "headers": None}),
-        (("other", b"v"), {}),
-        (("t", "text"), {}),
-    ]
-    assert len(batch.records) == 1
-    with pytest.raises(TypeError, match="no fallback"):
-        appender_cls(tails, 1000, RecordFuture).send("t", b"v", b"k")
+@pytest.mark.parametrize("tail_next", [True, False])
+def test_a_record_that_closes_a_full_tail_never_publishes_a_plain_batch(tail_next: bool) -> None:
+    # a keyed record (or one with headers) arriving when the tail is full closes it; the new
+    # batch it opens must not be published as the tail without being one, or lock-free
+    # appends would go on into it after it closes (records sent twice, offsets shifted)
+    from odradek.client.accumulator import Accumulator
+    from odradek.protocol.records import Compression
+
+    acc = Accumulator(
+        batch_size=36 * 4 + 400,
+        linger_s=60.0,
+        delivery_timeout_s=60.0,
+        compression=Compression.NONE,
+        on_batch_closed=lambda tp, n: None,
+    )
+    first = None
+    for _ in range(4):  # four 100-byte null-key records fill the tail
+        added = acc.add("t", 0, None, bytes(100), 0, None, 136, 0.0, True)
+        assert added is not None and _tails_consistent(acc)
+        first = first or added[0]
+    assert acc.tails["t"] is first
+    key, headers = (b"k", None) if tail_next else (None, [("h", b"1")])
+    added = acc.add("t", 0, key, bytes(100), 0, headers, 136 + 14, 0.0, False)
+    assert added is not None and added[2]  # a fresh batch: the tail was full
+    assert list(acc.ready) == [first] and _tails_consistent(acc)
+    assert "t" not in acc.tails  # no tail until a null-key record makes the open batch one
+    again = acc.add("t", 0, None, bytes(100), 0, None, 136, 0.0, True)
+    assert again is not None and again[0] is added[0] and acc.tails["t"] is added[0]
+    assert _tails_consistent(acc)

@@ -1,4 +1,4 @@
-"""A blocking connection: one TCP socket, a reader thread, pipelined thread-safe requests.
+"""The blocking connection: one TCP socket, a reader thread, pipelined thread-safe requests.
 
 - Writes: :meth:`BlockingConnection.submit` registers the request with the sans-I/O
   :class:`~odradek.client.core.ProtocolCore` (under ``_core_lock``, no I/O) and writes the frame's
@@ -18,15 +18,22 @@ import socket
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from odradek.client.core import ProtocolCore, ProtocolViolation
-from odradek.client.errors import KafkaConnectionError
+from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.protocol import messages as m
 from odradek.protocol.frames import NATIVE_PREFACE, Buffer, byte_views, drop_sent
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
-_RECV_BYTES = 1024 * 1024  # one reused receive buffer per connection (frames are copied out)
+_EMPTY = memoryview(b"")
+_RECV_BYTES = 4 << 20  # one reused receive buffer per connection (frames are copied out)
+# Socket buffers that hold a whole Produce request or a large part of a Fetch response: each
+# blocking sendmsg/recv that returns must take the GIL back, and while another thread runs
+# Python that waits up to the switch interval (5 ms), so fewer, larger calls (the kernel
+# doubles these values; autotuning would start at 16 KiB / 128 KiB)
+_SOCKET_BUFFER_BYTES = 4 << 20
 _IOV_MAX = 512
 
 
@@ -45,6 +52,8 @@ class BlockingConnection:
         except OSError as exc:
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKET_BUFFER_BYTES)
         sock.settimeout(None)
         try:  # the native protocol, not Kafka's, on this connection (protocol.frames)
             sock.sendall(NATIVE_PREFACE)
@@ -89,6 +98,20 @@ class BlockingConnection:
             self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc}"))
             raise KafkaConnectionError(f"send to {self._peer()} failed: {exc}") from None
         return future
+
+    def exchange(
+        self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
+    ) -> tuple[m.Response | None, memoryview]:
+        """Send ``request`` and wait up to ``timeout_s`` for its response: ``(response,
+        raw_tail)``, ``(None, empty)`` for acks=0. Raises :class:`KafkaTimeoutError` when the
+        time runs out (the response is dropped when it arrives), ``KafkaConnectionError``."""
+        future = self.submit(request, raw)
+        if future is None:
+            return None, _EMPTY
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
 
     def _peer(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"

@@ -1,0 +1,93 @@
+"""The low-level blocking client: any request over one pipelined connection to the broker.
+
+:class:`~odradek.client.core.ClientCore` holds the logic (bootstrap, reconnection, retries,
+the operations); this face carries out its effects with plain sockets
+(:class:`~odradek.client.blocking_connection.BlockingConnection`) and ``time.sleep``.
+
+Thread safety: every method may be called from several threads; their requests are
+pipelined on the one connection.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from odradek.client import ops
+from odradek.client.blocking_connection import BlockingConnection
+from odradek.client.core import ClientCore
+from odradek.client.drivers import blocking_face, drive
+from odradek.protocol import messages as m
+from odradek.protocol.frames import Buffer
+
+__all__ = ["Client"]
+
+
+@blocking_face
+class Client(ClientCore):
+    """The low-level blocking client. Parameters and errors: :class:`~.core.ClientCore`.
+
+    Thread-safety: every method may be called from several threads at once; their requests
+    are pipelined on the one connection.
+    """
+
+    def _init_face(self) -> None:
+        self._conn_lock = threading.Lock()
+
+    def connection(self) -> BlockingConnection:
+        """The live connection, bootstrapping a new one if there is none."""
+        conn = self.open_connection()
+        if conn is not None:
+            return conn  # type: ignore[no-any-return]
+        with self._conn_lock:
+            return drive(self._connection_op(), self)
+
+    def call(
+        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
+    ) -> tuple[m.Response | None, memoryview]:
+        """Send any request and wait for its response: ``(response, raw_tail)``.
+
+        A Produce with ``acks=0`` gets no response: returns ``(None, empty)`` once written."""
+        return drive(self._call_op(request, raw), self)
+
+    def run(self, op: ops.Op[Any]) -> Any:
+        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) on the calling thread."""
+        return drive(op, self)
+
+    # -- effects (odradek.client.drivers) ---------------------------------------------------
+    sleep = staticmethod(time.sleep)
+
+    @staticmethod
+    def notify(callback: Callable[[set[Any]], Any], partitions: set[Any]) -> Any:
+        return callback(set(partitions))
+
+    @staticmethod
+    def _open(host: str, port: int, timeout_s: float) -> BlockingConnection:
+        return BlockingConnection(host, port, connect_timeout_s=timeout_s)
+
+    @staticmethod
+    def _exchange(
+        conn: BlockingConnection, request: m.Request, raw: Any, timeout_s: float
+    ) -> tuple[m.Response | None, memoryview]:
+        return conn.exchange(request, raw, timeout_s)
+
+    @staticmethod
+    def _discard(conn: BlockingConnection) -> None:
+        conn.close()
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection; later calls raise ``KafkaConnectionError``."""
+        with self._conn_lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
