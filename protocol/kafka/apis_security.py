@@ -101,6 +101,13 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(
 )
 
 # ACLs (KIP-140, pattern types from v1: KIP-290). v0 is not spoken: it has no pattern type.
+# who may do what, in a binding (CreateAcls, and the bindings Describe/DeleteAcls answer with)
+_ACL = (
+    F("principal", STRING, "1+"),
+    F("host", STRING, "1+"),
+    F("operation", INT8, "1+"),
+    F("permission_type", INT8, "1+"),
+)
 _ACL_FILTER = (
     F("resource_type_filter", INT8, "1+"),
     F("resource_name_filter", STRING, "1+", nullable="1+"),
@@ -129,12 +136,7 @@ DESCRIBE_ACLS = Api(
                 F("pattern_type", INT8, "1+", default=3),
                 F(
                     "acls",
-                    ArrayOf(
-                        F("principal", STRING, "1+"),
-                        F("host", STRING, "1+"),
-                        F("operation", INT8, "1+"),
-                        F("permission_type", INT8, "1+"),
-                    ),
+                    ArrayOf(*_ACL),
                     "1+",
                 ),
             ),
@@ -155,10 +157,7 @@ CREATE_ACLS = Api(
                 F("resource_type", INT8, "1+"),
                 F("resource_name", STRING, "1+"),
                 F("resource_pattern_type", INT8, "1+", default=3),
-                F("principal", STRING, "1+"),
-                F("host", STRING, "1+"),
-                F("operation", INT8, "1+"),
-                F("permission_type", INT8, "1+"),
+                *_ACL,
             ),
             "1+",
         ),
@@ -197,10 +196,7 @@ DELETE_ACLS = Api(
                         F("resource_type", INT8, "1+"),
                         F("resource_name", STRING, "1+"),
                         F("pattern_type", INT8, "1+", default=3),
-                        F("principal", STRING, "1+"),
-                        F("host", STRING, "1+"),
-                        F("operation", INT8, "1+"),
-                        F("permission_type", INT8, "1+"),
+                        *_ACL,
                     ),
                     "1+",
                 ),
