@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Generator
 from dataclasses import dataclass
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "ScramClient",
     "ScramCredential",
     "ScramServer",
+    "client_tokens",
     "derive_credential",
     "parse_plain",
     "verify_password",
@@ -278,3 +280,21 @@ class ScramClient:
             raise SaslFailure(f"server refused: {attributes['e']}")
         if not hmac.compare_digest(_unb64(attributes.get("v", "")), self._server_signature):
             raise SaslFailure("SCRAM server signature mismatch")
+
+
+def client_tokens(
+    mechanism: str, user: str, password: str, client_nonce: str
+) -> Generator[bytes, bytes, None]:
+    """The client's side of a whole exchange, for any transport: yields each token to send
+    (a SaslAuthenticate's bytes) and is sent the server's answer to it; returns when the
+    mechanism is done. PLAIN: one token (``\\0user\\0password``); SCRAM: client-first,
+    client-final, then the server-final is checked. Raises :class:`SaslFailure` (a message
+    with no secret in it) or ``ValueError`` for a mechanism it does not know."""
+    if mechanism == "PLAIN":
+        yield b"\0" + user.encode() + b"\0" + password.encode()
+        return
+    if mechanism not in SCRAM_MECHANISMS:
+        raise ValueError(f"unsupported SASL mechanism {mechanism!r}")
+    scram = ScramClient(mechanism, user, password, client_nonce)
+    server_first = yield scram.first()
+    scram.check((yield scram.final(server_first)))

@@ -65,9 +65,8 @@ class AsyncClient(ClientCore):
         result = callback(set(partitions))
         return (await result) if inspect.isawaitable(result) else result
 
-    @staticmethod
-    async def _open(host: str, port: int, timeout_s: float) -> AsyncConnection:
-        return await AsyncConnection.connect(host, port, timeout_s)
+    async def _open(self, host: str, port: int, timeout_s: float) -> AsyncConnection:
+        return await AsyncConnection.connect(host, port, timeout_s, self.config.ssl_context)
 
     @staticmethod
     async def _exchange(

@@ -15,6 +15,7 @@ a send lock).
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Sequence
 
 import anyio
@@ -22,6 +23,7 @@ import anyio.abc
 
 from odradek.client.core import ProtocolCore, ProtocolViolation
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
+from odradek.client.security import connect_failure
 from odradek.protocol import messages as m
 from odradek.protocol.frames import NATIVE_PREFACE, Buffer
 
@@ -52,14 +54,28 @@ class AsyncConnection:
         self._error: KafkaConnectionError | None = None
 
     @classmethod
-    async def connect(cls, host: str, port: int, timeout_s: float) -> AsyncConnection:
+    async def connect(
+        cls, host: str, port: int, timeout_s: float, ssl_context: ssl.SSLContext | None = None
+    ) -> AsyncConnection:
+        """Connect (and with ``ssl_context``, run the TLS handshake: anyio's ``TLSStream``)
+        within ``timeout_s``. Raises ``KafkaConnectionError``, or ``SslAuthenticationError``
+        when the handshake fails."""
         try:
             with anyio.fail_after(timeout_s):
-                stream = await anyio.connect_tcp(host, port)
+                if ssl_context is None:
+                    stream = await anyio.connect_tcp(host, port)
+                else:
+                    stream = await anyio.connect_tcp(
+                        host,
+                        port,
+                        ssl_context=ssl_context,
+                        tls_hostname=host,
+                        tls_standard_compatible=False,  # EOF without close_notify: the end
+                    )
                 # the native protocol, not Kafka's, on this connection (protocol.frames)
                 await stream.send(NATIVE_PREFACE)
-        except (OSError, TimeoutError, anyio.BrokenResourceError) as exc:
-            raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from None
+        except (OSError, TimeoutError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise connect_failure(host, port, exc) from None
         sock = stream.extra(anyio.abc.SocketAttribute.raw_socket)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(stream, (host, port))

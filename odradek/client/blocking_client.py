@@ -63,9 +63,10 @@ class Client(ClientCore):
     def notify(callback: Callable[[set[Any]], Any], partitions: set[Any]) -> Any:
         return callback(set(partitions))
 
-    @staticmethod
-    def _open(host: str, port: int, timeout_s: float) -> BlockingConnection:
-        return BlockingConnection(host, port, connect_timeout_s=timeout_s)
+    def _open(self, host: str, port: int, timeout_s: float) -> BlockingConnection:
+        return BlockingConnection(
+            host, port, connect_timeout_s=timeout_s, ssl_context=self.config.ssl_context
+        )
 
     @staticmethod
     def _exchange(

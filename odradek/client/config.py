@@ -13,8 +13,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
+from dataclasses import field as _field
 from typing import Any
 
+from odradek.client.security import check_security
 from odradek.protocol.records import Compression
 
 __all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "parse_bootstrap"]
@@ -71,19 +73,32 @@ class ClientConfig:
     """How to reach the broker (every client kind).
 
     ``bootstrap_servers`` is normalized to a tuple of ``(host, port)``; the ``*_ms`` options
-    must not be negative."""
+    must not be negative. The ``security_protocol``, ``ssl_*`` and ``sasl_*`` options are
+    :mod:`odradek.client.security`'s: with TLS, ``ssl_context`` is kept as the context built
+    from the ``ssl_*`` files (or the one given). Passwords are left out of the ``repr``."""
 
     bootstrap_servers: Any  # str | Sequence[str] given; tuple[tuple[str, int], ...] kept
     client_id: str = "odradek-python"
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: Any = None  # an ssl.SSLContext given; the one to use kept (None: no TLS)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = _field(default=None, repr=False)
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str = "PLAIN"
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = _field(default=None, repr=False)
 
     #: options that must be > 0 (the other ints must be >= 0)
     _POSITIVE = frozenset()
 
     def __post_init__(self) -> None:
         _set(self, "bootstrap_servers", tuple(parse_bootstrap(self.bootstrap_servers)))
+        _set(self, "ssl_context", check_security(self))
         for field in fields(self):
             value = getattr(self, field.name)
             if type(value) is not int or field.name == "acks":

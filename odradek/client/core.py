@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from msgspec.structs import replace
 
@@ -33,6 +33,7 @@ from odradek.client.config import ClientConfig, options_of, parse_bootstrap
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.ops import Op, fetch_op, handshake_op, list_offsets_op, metadata_op
+from odradek.client.security import authenticate_op
 from odradek.client.types import (
     ClusterMetadata,
     FetchedPartition,
@@ -41,6 +42,8 @@ from odradek.client.types import (
 )
 from odradek.protocol import messages as m
 from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer, FrameDecoder, FrameError
+
+T = TypeVar("T")
 
 __all__ = ["ClientCore", "ProtocolCore", "ProtocolViolation", "backoff_ms", "parse_bootstrap"]
 
@@ -280,31 +283,40 @@ class ClientCore:
         timeout_s = self.config.request_timeout_ms / 1000
         for host, port in self.config.bootstrap_servers:
             try:
-                conn = yield _Open(host, port, timeout_s)
-            except KafkaConnectionError as exc:
+                conn = yield from self._open_op(host, port, timeout_s)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
                 errors.append(str(exc))
                 continue
             try:
-                handshake = handshake_op(self.config.client_id)
-                call = next(handshake)
-                while True:  # the handshake's calls go to this connection, without retries
-                    outcome = yield _Exchange(conn, call.request, call.raw, timeout_s)
-                    call = handshake.send(outcome)
-            except StopIteration as stop:
-                broker = stop.value
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
+                broker = yield from _on(conn, handshake_op(self.config.client_id), timeout_s)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 yield _Discard(conn)
                 errors.append(str(exc))
                 continue
-            if broker is not None and (broker.host, broker.port) != (host, port):
-                try:
-                    advertised = yield _Open(broker.host, broker.port, timeout_s)
-                except KafkaConnectionError:
-                    return conn  # the advertised address is unreachable from here
+            if broker is None or (broker.host, broker.port) == (host, port):
+                return conn
+            try:
+                advertised = yield from self._open_op(broker.host, broker.port, timeout_s)
+            except (KafkaConnectionError, KafkaTimeoutError):
+                return conn  # the advertised address is unreachable from here
+            except Exception:
                 yield _Discard(conn)
-                return advertised
-            return conn
+                raise
+            yield _Discard(conn)
+            return advertised
         raise KafkaConnectionError("no bootstrap server answered: " + "; ".join(errors))
+
+    def _open_op(self, host: str, port: int, timeout_s: float) -> Generator[Any, Any, Any]:
+        """A new connection (TLS if configured: the face's ``_open``), authenticated if the
+        config says so (:func:`~odradek.client.security.authenticate_op`); a failed
+        authentication closes it and raises."""
+        conn = yield _Open(host, port, timeout_s)
+        try:
+            yield from _on(conn, authenticate_op(self.config), timeout_s)
+        except Exception:
+            yield _Discard(conn)
+            raise
+        return conn
 
     def _timeout_ms(self, request: m.Request) -> int:
         """How long ``request`` may take: a Fetch long-polls ``max_wait_ms`` more, a
@@ -314,3 +326,13 @@ class ClientCore:
         if isinstance(request, m.JoinGroupRequest):
             return self.config.request_timeout_ms + request.rebalance_timeout_ms
         return self.config.request_timeout_ms
+
+
+def _on(conn: Any, op: Generator[Any, Any, T], timeout_s: float) -> Generator[Any, Any, T]:
+    """Run ``op``'s calls on ``conn`` alone, without retries: a new connection's setup."""
+    try:
+        call = next(op)
+        while True:
+            call = op.send((yield _Exchange(conn, call.request, call.raw, timeout_s)))
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]

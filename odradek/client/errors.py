@@ -11,7 +11,8 @@ Naming: the Kafka name in CamelCase with ``Exception`` -> ``Error`` (``UNKNOWN_T
 -> :class:`UnknownTopicOrPartitionError`), except where Kafka's Java class is named differently
 (``MESSAGE_TOO_LARGE`` -> :class:`MessageSizeTooLargeError`, ``CORRUPT_MESSAGE`` ->
 :class:`CorruptRecordError`). Classes pickle by code and message, so they cross process
-boundaries (Spark executors).
+boundaries (Spark executors). :class:`SslAuthenticationError` (the TLS handshake failed: an
+untrusted certificate, a host name it does not carry) has no code either; it is final.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [  # extended below with every generated class name
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "SslAuthenticationError",
     "error_class",
     "for_code",
 ]
@@ -54,6 +56,13 @@ class KafkaTimeoutError(KafkaError):
     """A client-side deadline passed (request, delivery or metadata wait)."""
 
     code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = False
+
+
+class SslAuthenticationError(KafkaError):
+    """The TLS handshake with the broker failed (final: a retry would fail the same way)."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
     retriable = False
 
 

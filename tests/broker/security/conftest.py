@@ -36,3 +36,22 @@ def tls_broker(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterato
     broker.start()
     yield broker
     broker.stop()
+
+
+def create_scram_user(broker: BrokerProcess, user: str, password: str) -> None:
+    """Give ``user`` SCRAM-SHA-256 and -512 credentials through Kafka's admin API
+    (confluent-kafka's AlterUserScramCredentials, over the plaintext listener)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # the plaintext listener
+    upserts = [
+        UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
+    ]
+    for future in admin.alter_user_scram_credentials(upserts).values():
+        future.result(timeout=15)

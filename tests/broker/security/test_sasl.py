@@ -20,7 +20,7 @@ from odradek.protocol import kafka
 from odradek.protocol import messages as m
 from odradek.protocol.sasl import ScramClient
 from tests.broker.kafka.kwire import KafkaWire, api_versions_body
-from tests.broker.security.conftest import tls_overrides
+from tests.broker.security.conftest import create_scram_user, tls_overrides
 from tests.broker.wire import Wire
 from tests.broker_process import REPO, BrokerProcess, wait_until
 
@@ -44,26 +44,9 @@ def sasl_broker(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterat
         ],
     )
     broker.start()
-    _create_user(broker, "alice", PASSWORD)
+    create_scram_user(broker, "alice", PASSWORD)
     yield broker
     broker.stop()
-
-
-def _create_user(broker: BrokerProcess, user: str, password: str) -> None:
-    from confluent_kafka.admin import (
-        AdminClient,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
-    )
-
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # the plaintext listener
-    upserts = [
-        UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
-        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
-    ]
-    for future in admin.alter_user_scram_credentials(upserts).values():
-        future.result(timeout=15)
 
 
 def _confluent(broker: BrokerProcess, listener: str, mechanism: str, password: str, certs: Path):
