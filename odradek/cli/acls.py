@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from odradek.broker.config import ConfigError
+from odradek.cli.common import add_command_config
 from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.acl import (
     CLUSTER_NAME,
@@ -49,9 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name in ("add", "list", "remove"):
         command = commands.add_parser(name, help=f"{name} ACLs")
         command.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
-        command.add_argument(
-            "--command-config", type=Path, help="Kafka client properties (TLS, SASL)"
-        )
+        add_command_config(command)
         command.add_argument("--topic", action="append", default=[])
         command.add_argument("--group", action="append", default=[])
         command.add_argument("--cluster", action="store_true")

@@ -1,4 +1,5 @@
-"""What the client subcommands share: ``--bootstrap-server``, ``key=value`` options, errors.
+"""What the client subcommands share: ``--bootstrap-server`` and ``--command-config``,
+``key=value`` options, errors.
 
 Every client subcommand reports a failure the same way: one line on stderr naming the
 command, the exception class (Kafka's error name) and its message, and exit status 1. A
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -22,6 +25,26 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
         help=f"the broker to connect to (default {DEFAULT_BOOTSTRAP}; a comma-separated list "
         "is tried in order)",
     )
+    add_command_config(parser)
+
+
+def add_command_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="Kafka client properties for the connection (security.protocol, ssl.*, "
+        "sasl.mechanism, sasl.jaas.config, ...), as Kafka's tools take them",
+    )
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The client options ``--command-config`` gives (TLS, SASL); ``ValueError`` naming a
+    property the client does not know."""
+    from odradek.cli.kafka_call import read_command_config
+    from odradek.client.security import options_from_properties
+
+    return options_from_properties(read_command_config(args.command_config))
 
 
 def key_value(text: str) -> tuple[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from odradek.cli.common import add_bootstrap, positive_int
+from odradek.cli.common import add_bootstrap, client_options, positive_int
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
@@ -48,7 +48,12 @@ def _run(args: argparse.Namespace) -> int:
     from odradek.console.server import serve
 
     try:
-        serve(args.bootstrap_server, args.listen, rate_interval_ms=args.rate_interval_ms)
+        serve(
+            args.bootstrap_server,
+            args.listen,
+            rate_interval_ms=args.rate_interval_ms,
+            client_options=client_options(args),
+        )
     except (OSError, ValueError) as exc:
         print(f"odradek console: error: {exc}", file=sys.stderr)
         return 1

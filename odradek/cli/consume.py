@@ -16,7 +16,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, BinaryIO
 
-from odradek.cli.common import add_bootstrap, positive_int, run_reported
+from odradek.cli.common import add_bootstrap, client_options, positive_int, run_reported
 
 if TYPE_CHECKING:
     from odradek.client import Consumer, ConsumerRecord, TopicPartition
@@ -80,6 +80,7 @@ def consume(args: argparse.Namespace, out: BinaryIO) -> int:
         bootstrap_servers=args.bootstrap_server,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         enable_auto_commit=False,
+        **client_options(args),
     )
     count = 0
     try:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO
 
-from odradek.cli.common import add_bootstrap, run_reported
+from odradek.cli.common import add_bootstrap, client_options, run_reported
 
 if TYPE_CHECKING:
     from odradek.client import Admin, GroupDescription, TopicPartition
@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _admin(args: argparse.Namespace) -> Admin:
     from odradek.client import Admin
 
-    return Admin(args.bootstrap_server, client_id="odradek-groups")
+    return Admin(args.bootstrap_server, client_id="odradek-groups", **client_options(args))
 
 
 def table(rows: Sequence[Sequence[object]]) -> str:
@@ -287,6 +287,7 @@ def consume_group(args: argparse.Namespace, out: BinaryIO) -> int:
         auto_offset_reset="earliest" if args.from_beginning else "latest",
         enable_auto_commit=True,
         auto_commit_interval_ms=1000,
+        **client_options(args),
     )
     count = 0
     try:

@@ -18,7 +18,6 @@ tokens of :mod:`odradek.protocol.sasl`. Passwords never appear in an error messa
 
 from __future__ import annotations
 
-import re
 import secrets
 import socket
 import ssl
@@ -27,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from odradek.broker.config import parse_properties
+from odradek.client.config import ClientConfig
+from odradek.client.security import options_from_properties, uses_sasl
 from odradek.protocol import kafka
-from odradek.protocol.sasl import SCRAM_MECHANISMS, ScramClient
+from odradek.protocol.sasl import SaslFailure, client_tokens
 
 __all__ = ["KafkaCall", "read_command_config"]
 
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
-_JAAS_FIELD = re.compile(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 def read_command_config(path: Path | None) -> dict[str, str]:
@@ -44,21 +44,25 @@ def read_command_config(path: Path | None) -> dict[str, str]:
 
 
 class KafkaCall:
-    """One connection to ``HOST:PORT``, secured as ``properties`` say; use as a context."""
+    """One connection to ``HOST:PORT``, secured as ``properties`` say (mapped onto the
+    client's options by :func:`odradek.client.security.options_from_properties`, so a bad
+    property is a ``ValueError`` naming it); use as a context."""
 
     def __init__(self, bootstrap: str, properties: dict[str, str] | None = None) -> None:
-        self.properties = properties or {}
-        host, _, port = bootstrap.rpartition(":")
-        self.host = host or "127.0.0.1"
+        self.config = ClientConfig(
+            bootstrap_servers=bootstrap, **options_from_properties(properties or {})
+        )
+        self.host, port = self.config.bootstrap_servers[0]
         self.sock: socket.socket | ssl.SSLSocket = socket.create_connection(
-            (self.host, int(port)), timeout=30
+            (self.host, port), timeout=30
         )
         self._correlation_id = 0
-        protocol = self.properties.get("security.protocol", "PLAINTEXT").upper()
         try:
-            if protocol in ("SSL", "SASL_SSL"):
-                self.sock = self._tls().wrap_socket(self.sock, server_hostname=self.host)
-            if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            if self.config.ssl_context is not None:
+                self.sock = self.config.ssl_context.wrap_socket(
+                    self.sock, server_hostname=self.host
+                )
+            if uses_sasl(self.config):
                 self._authenticate()
         except BaseException:
             self.sock.close()
@@ -70,48 +74,29 @@ class KafkaCall:
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
 
-    def _tls(self) -> ssl.SSLContext:
-        props = self.properties
-        cafile = props.get("ssl.truststore.location") or props.get("ssl.ca.location")
-        context = ssl.create_default_context(cafile=cafile or None)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        if props.get("ssl.endpoint.identification.algorithm", "https") == "":
-            context.check_hostname = False
-        keystore = props.get("ssl.keystore.location")
-        if keystore:
-            context.load_cert_chain(keystore, password=props.get("ssl.key.password"))
-        return context
-
-    def _credentials(self) -> tuple[str, str]:
-        props = self.properties
-        user, password = props.get("sasl.username"), props.get("sasl.password")
-        fields = dict(_JAAS_FIELD.findall(props.get("sasl.jaas.config", "")))
-        user, password = user or fields.get("username"), password or fields.get("password")
-        if not user or not password:
-            raise ValueError("--command-config: SASL needs sasl.jaas.config (or sasl.username "
-                             "and sasl.password)")  # fmt: skip
-        return user, password
-
     def _authenticate(self) -> None:
-        mechanism = self.properties.get("sasl.mechanism", "GSSAPI").upper()
-        if mechanism != "PLAIN" and mechanism not in SCRAM_MECHANISMS:
-            raise ValueError(f"--command-config: sasl.mechanism {mechanism} is not supported")
-        user, password = self._credentials()
+        config = self.config
+        mechanism = config.sasl_mechanism
         answer = self.call(_SASL_HANDSHAKE, 1, {"mechanism": mechanism})
         if answer["error_code"]:
             raise OSError(f"the broker refused SASL mechanism {mechanism}: {answer['mechanisms']}")
-        if mechanism == "PLAIN":
-            self._step(b"\0" + user.encode() + b"\0" + password.encode())
+        tokens = client_tokens(
+            mechanism,
+            config.sasl_plain_username,
+            config.sasl_plain_password,
+            secrets.token_urlsafe(18),
+        )
+        try:
+            token = next(tokens)
+            while True:
+                answer = self.call(_SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+                if answer["error_code"]:
+                    raise OSError(f"authentication failed: {answer['error_message']}")
+                token = tokens.send(bytes(answer["auth_bytes"]))
+        except StopIteration:
             return
-        scram = ScramClient(mechanism, user, password, secrets.token_urlsafe(18))
-        server_first = self._step(scram.first())
-        scram.check(self._step(scram.final(server_first)))
-
-    def _step(self, token: bytes) -> bytes:
-        answer = self.call(_SASL_AUTHENTICATE, 2, {"auth_bytes": token})
-        if answer["error_code"]:
-            raise OSError(f"authentication failed: {answer['error_message']}")
-        return bytes(answer["auth_bytes"])
+        except SaslFailure as exc:  # the broker did not prove it knows the credential
+            raise OSError(f"authentication failed: {exc}") from None
 
     def call(self, api_key: int, version: int, fields: dict[str, Any]) -> dict[str, Any]:
         """Send one request and return the response's fields. ``OSError`` if the broker

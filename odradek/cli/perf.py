@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from itertools import islice
 from operator import itemgetter
 
-from odradek.cli.common import add_bootstrap, positive_int, run_reported
+from odradek.cli.common import add_bootstrap, client_options, positive_int, run_reported
 
 _LATENCY_SAMPLES = 20_000
 _PAYLOAD_POOL = 64
@@ -86,6 +86,7 @@ def produce(args: argparse.Namespace) -> int:
 
     acks: int | str = "all" if args.acks in ("all", "-1") else int(args.acks)
     options: dict[str, object] = {"acks": acks, "linger_ms": args.linger_ms}
+    options.update(client_options(args))
     if args.batch_size is not None:
         options["batch_size"] = args.batch_size
     if args.compression != "none":
@@ -202,6 +203,7 @@ def consume(args: argparse.Namespace) -> int:
         bootstrap_servers=args.bootstrap_server,
         enable_auto_commit=False,
         consumer_timeout_ms=args.timeout_ms,
+        **client_options(args),
     ) as consumer:
         partitions = consumer.partitions_for_topic(args.topic)
         if not partitions:

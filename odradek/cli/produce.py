@@ -14,7 +14,7 @@ import sys
 from concurrent.futures import Future
 from typing import BinaryIO
 
-from odradek.cli.common import add_bootstrap, fail, key_value, run_reported
+from odradek.cli.common import add_bootstrap, client_options, fail, key_value, run_reported
 
 COMPRESSION = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -73,6 +73,7 @@ def produce_lines(args: argparse.Namespace, stream: BinaryIO) -> int:
         compression_type=None if args.compression == "none" else args.compression,
         linger_ms=args.linger_ms,
         max_block_ms=args.max_block_ms,
+        **client_options(args),
     )
     with producer:
         for number, line in enumerate(stream, start=1):

@@ -13,7 +13,13 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from odradek.cli.common import add_bootstrap, key_value, positive_int, run_reported
+from odradek.cli.common import (
+    add_bootstrap,
+    client_options,
+    key_value,
+    positive_int,
+    run_reported,
+)
 
 if TYPE_CHECKING:
     from odradek.client import Admin
@@ -78,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _admin(args: argparse.Namespace) -> Admin:
     from odradek.client import Admin
 
-    return Admin(args.bootstrap_server)
+    return Admin(args.bootstrap_server, **client_options(args))
 
 
 def _create(args: argparse.Namespace) -> int:

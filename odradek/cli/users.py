@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.broker.config import ConfigError, load_config
+from odradek.cli.common import add_command_config
 from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl import (
@@ -66,11 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--config", type=Path, help="the broker's server.properties (broker stopped)"
         )
         command.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
-        command.add_argument(
-            "--command-config",
-            type=Path,
-            help="Kafka client properties for --bootstrap-server (TLS, SASL)",
-        )
+        add_command_config(command)
         if name != "list":
             command.add_argument("user")
             command.add_argument(

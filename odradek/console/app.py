@@ -26,7 +26,7 @@ no authentication: bind to loopback (the default) or put an authenticating proxy
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
@@ -66,13 +66,16 @@ T = TypeVar("T")
 class ConsoleState:
     """What the handlers share: the admin client, the fetch client, the rate sampler."""
 
-    def __init__(self, bootstrap: str, rate_interval_ms: int) -> None:
-        self.admin = AsyncAdmin(
-            bootstrap, client_id="odradek-console", request_timeout_ms=REQUEST_TIMEOUT_MS
-        )
-        self.client = AsyncClient(
-            bootstrap, client_id="odradek-console", request_timeout_ms=REQUEST_TIMEOUT_MS
-        )
+    def __init__(
+        self, bootstrap: str, rate_interval_ms: int, client_options: Mapping[str, Any]
+    ) -> None:
+        options = {
+            "client_id": "odradek-console",
+            "request_timeout_ms": REQUEST_TIMEOUT_MS,
+            **client_options,
+        }
+        self.admin = AsyncAdmin(bootstrap, **options)
+        self.client = AsyncClient(bootstrap, **options)
         self.sampler = RateSampler(self.admin, interval_ms=rate_interval_ms)
 
 
@@ -222,15 +225,20 @@ def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
 
 
 def create_app(
-    bootstrap: str, *, rate_interval_ms: int = 2000, allowed_hosts: Iterable[str] | None = None
+    bootstrap: str,
+    *,
+    rate_interval_ms: int = 2000,
+    allowed_hosts: Iterable[str] | None = None,
+    client_options: Mapping[str, Any] | None = None,
 ) -> Starlette:
     """The console for the broker at ``bootstrap`` (``host:port[,host:port...]``). Its
     lifespan opens the clients and runs the rate sampler; nothing connects before that.
-    ``allowed_hosts``: the names a request's ``Host`` may carry (``None``: any)."""
+    ``allowed_hosts``: the names a request's ``Host`` may carry (``None``: any);
+    ``client_options``: the clients' (TLS, SASL)."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state = ConsoleState(bootstrap, rate_interval_ms)
+        state = ConsoleState(bootstrap, rate_interval_ms, client_options or {})
         app.state.console = state
         try:
             async with anyio.create_task_group() as tg:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 LISTEN_BACKLOG = 128
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -42,8 +44,15 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(bootstrap: str, listen: str, *, rate_interval_ms: int = 2000) -> None:
-    """Serve the console for the broker at ``bootstrap`` on ``listen`` until interrupted."""
+def serve(
+    bootstrap: str,
+    listen: str,
+    *,
+    rate_interval_ms: int = 2000,
+    client_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Serve the console for the broker at ``bootstrap`` on ``listen`` until interrupted;
+    ``client_options``: the clients' (TLS, SASL: :mod:`odradek.client.security`)."""
     import uvicorn
 
     from odradek.console.app import create_app
@@ -57,6 +66,7 @@ def serve(bootstrap: str, listen: str, *, rate_interval_ms: int = 2000) -> None:
         bootstrap,
         rate_interval_ms=rate_interval_ms,
         allowed_hosts=LOOPBACK_NAMES if loopback else None,
+        client_options=client_options,
     )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     print(

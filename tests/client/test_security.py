@@ -31,12 +31,12 @@ from odradek.client.config import ClientConfig
 from odradek.client.errors import SslAuthenticationError
 from odradek.client.security import options_from_properties
 from tests.broker.security.certs import make_certs
-from tests.broker.security.conftest import create_scram_user, tls_overrides
+from tests.broker.security.conftest import USER_PASSWORD, start_secure_broker, tls_overrides
 from tests.broker_process import BrokerProcess
 
 pytestmark = pytest.mark.slow
 
-PASSWORD = "s3cret horse staple"
+PASSWORD = USER_PASSWORD
 WRONG = "not-the-password"
 
 
@@ -47,17 +47,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def secure_broker(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[BrokerProcess]:
-    broker = BrokerProcess(
-        [tmp_path_factory.mktemp("secure") / "logs"],
-        listeners=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
-        overrides=[
-            *tls_overrides(certs, client_auth="requested"),
-            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "connection.failed.authentication.delay.ms=50",
-        ],
-    )
-    broker.start()
-    create_scram_user(broker, "alice", PASSWORD)
+    broker = start_secure_broker(tmp_path_factory.mktemp("secure") / "logs", certs)
     yield broker
     broker.stop()
 

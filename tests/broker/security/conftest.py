@@ -55,3 +55,27 @@ def create_scram_user(broker: BrokerProcess, user: str, password: str) -> None:
     ]
     for future in admin.alter_user_scram_credentials(upserts).values():
         future.result(timeout=15)
+
+
+USER, USER_PASSWORD = "alice", "s3cret horse staple"
+
+
+def start_secure_broker(logs: Path, certs: Path) -> BrokerProcess:
+    """A started broker with a listener of each security protocol (TLS client certificates
+    requested, PLAIN and both SCRAMs enabled) and the SCRAM user ``USER``."""
+    broker = BrokerProcess(
+        [logs],
+        listeners=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        overrides=[
+            *tls_overrides(certs, client_auth="requested"),
+            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "connection.failed.authentication.delay.ms=50",
+        ],
+    )
+    broker.start()
+    try:
+        create_scram_user(broker, USER, USER_PASSWORD)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker
