@@ -9,6 +9,7 @@ converted between the data source's plain ``(topic, partition)`` tuples and the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from odradek.client import Client, TopicPartition
 from odradek.spark.options import TopicPartition as TP
@@ -19,8 +20,11 @@ __all__ = ["ClientCluster"]
 class ClientCluster:
     """:class:`~odradek.spark.metadata.Cluster` backed by one :class:`odradek.client.Client`."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
-        self._client = Client(bootstrap_servers)
+    def __init__(
+        self, bootstrap_servers: str, client_options: Mapping[str, Any] | None = None
+    ) -> None:
+        """``client_options``: TLS and SASL (:mod:`odradek.client.security`)."""
+        self._client = Client(bootstrap_servers, **(client_options or {}))
 
     def topics(self) -> dict[str, int]:
         found = self._client.metadata(topics=None).topics

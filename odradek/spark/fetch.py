@@ -42,7 +42,7 @@ _LARGEST_PARTITION_FETCH_BYTES = 1 << 30
 
 def read_range(options: ReadOptions, offset_range: OffsetRange) -> Iterator[pa.RecordBatch]:
     """The records of ``offset_range`` as Arrow batches in the Kafka source's schema."""
-    with Client(options.bootstrap_servers) as client:
+    with Client(options.bootstrap_servers, **dict(options.client_options)) as client:
         yield from _read(client, options, offset_range)
 
 

@@ -9,6 +9,12 @@ Offsets follow Kafka's conventions: ``-2`` is *earliest* (the log start offset),
 a JSON object ``{"topic": {"0": 23, "1": -2}}``, one timestamp in ms for every partition
 (``startingTimestamp``), or a JSON object of timestamps per partition
 (``startingOffsetsByTimestamp``). As in Spark, a timestamp option wins over an offsets option.
+
+As in Spark's Kafka source, options prefixed ``kafka.`` are the client's Kafka properties:
+``kafka.bootstrap.servers``, and the connection's security (``kafka.security.protocol``,
+``kafka.ssl.truststore.location``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``, ...:
+:func:`odradek.client.security.options_from_properties`), which the driver and every executor
+use. A ``kafka.`` property the client does not know is an error naming it, not ignored.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from odradek.client.security import options_from_properties
 
 __all__ = [
     "EARLIEST",
@@ -97,6 +105,32 @@ def _bootstrap(options: Mapping[str, str]) -> str:
         if not sep or not host or not port.isdigit():
             raise OdradekOptionError("bootstrap.servers", f"expected host:port, got {server!r}")
     return ",".join(servers)
+
+
+_KAFKA = "kafka."
+
+
+_READER_PROPERTIES = frozenset(("bootstrap.servers", "fetch.max.bytes"))
+_WRITER_PROPERTIES = frozenset(
+    ("bootstrap.servers", "acks", "compression.type", "linger.ms", "batch.size")
+)
+
+
+def _client_options(options: Mapping[str, str], own: frozenset[str]) -> tuple[tuple[str, Any], ...]:
+    """The ``kafka.``-prefixed properties other than ``own`` (those the source reads itself),
+    as client options (``security_protocol``, ``ssl_cafile``, ...); sorted pairs, so they
+    pickle to executors and compare equal."""
+    properties = {}
+    for key, value in options.items():
+        lowered = key.lower()
+        if lowered.startswith(_KAFKA) and lowered[len(_KAFKA) :] not in own:
+            properties[lowered[len(_KAFKA) :]] = "" if value is None else str(value)
+    for name, value in properties.items():  # one at a time: the error names the culprit
+        try:
+            options_from_properties({name: value})
+        except ValueError as exc:
+            raise OdradekOptionError(_KAFKA + name, str(exc)) from None
+    return tuple(sorted(options_from_properties(properties).items()))
 
 
 # -- subscription -------------------------------------------------------------------------------
@@ -306,6 +340,7 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000
     fetch_max_bytes: int = 16 << 20  # per fetch request, per topic-partition
+    client_options: tuple[tuple[str, Any], ...] = ()  # TLS, SASL (the kafka. properties)
 
     @staticmethod
     def parse(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -338,7 +373,13 @@ class ReadOptions:
             fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
             poll_timeout_ms=_parse_int(options, "kafkaConsumer.pollTimeoutMs", minimum=1)
             or 120_000,
-            fetch_max_bytes=_parse_int(options, "fetch.max.bytes", minimum=1024) or 16 << 20,
+            fetch_max_bytes=_int_value(
+                "fetch.max.bytes",
+                _get(options, "fetch.max.bytes") or _get(options, "kafka.fetch.max.bytes"),
+                minimum=1024,
+            )
+            or 16 << 20,
+            client_options=_client_options(options, _READER_PROPERTIES),
         )
 
 
@@ -375,6 +416,7 @@ class WriteOptions:
     linger_ms: int = 5
     batch_size: int = 1 << 20
     compression: str = "none"
+    client_options: tuple[tuple[str, Any], ...] = ()  # TLS, SASL (the kafka. properties)
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> WriteOptions:
@@ -402,4 +444,5 @@ class WriteOptions:
             linger_ms=5 if linger is None else linger,
             batch_size=(1 << 20) if batch is None else batch,
             compression=compression,
+            client_options=_client_options(options, _WRITER_PROPERTIES),
         )

@@ -169,6 +169,7 @@ def write_batches(options: WriteOptions, batches: Iterator[pa.RecordBatch]) -> i
         linger_ms=options.linger_ms,
         batch_size=options.batch_size,
         compression_type=None if options.compression == "none" else options.compression,
+        **dict(options.client_options),
     )
     deliveries = _Deliveries()
     count = 0

@@ -72,7 +72,7 @@ log = logging.getLogger("odradek.spark")
 def _connect(options: ReadOptions) -> Cluster:
     from odradek.spark.connection import ClientCluster
 
-    return ClientCluster(options.bootstrap_servers)
+    return ClientCluster(options.bootstrap_servers, dict(options.client_options))
 
 
 class OdradekDataSource(DataSource):

@@ -97,6 +97,30 @@ def test_write_options() -> None:
         WriteOptions.parse({"linger.ms": "-1"})
 
 
+def test_kafka_prefixed_properties_become_client_options() -> None:
+    """As Spark's Kafka source passes ``kafka.`` options to its clients: the security
+    properties reach every client the source makes; one it does not know is named."""
+    security = {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": 'x.ScramLoginModule required username="u" password="p";',
+    }
+    expected = (
+        ("sasl_mechanism", "SCRAM-SHA-512"),
+        ("sasl_plain_password", "p"),
+        ("sasl_plain_username", "u"),
+        ("security_protocol", "SASL_SSL"),
+    )
+    assert read(subscribe="a", **security).client_options == expected
+    written = WriteOptions.parse({"topic": "t", "kafka.acks": "1", **security})
+    assert written.client_options == expected and written.acks == 1
+    assert read(subscribe="a", **{"kafka.fetch.max.bytes": "4096"}).fetch_max_bytes == 4096
+    with pytest.raises(OdradekOptionError, match=r"'kafka\.ssl\.truststore\.locaton'"):
+        read(subscribe="a", **{"kafka.ssl.truststore.locaton": "ca.pem"})
+    with pytest.raises(OdradekOptionError, match=r"'kafka\.ssl\.keystore\.type'.*PEM"):
+        WriteOptions.parse({"kafka.ssl.keystore.type": "PKCS12"})
+
+
 def test_pattern_is_a_full_match_and_skips_internal_topics() -> None:
     sub = Subscription("subscribePattern", pattern="page.*")
     assert sub.matches("page-views") and not sub.matches("my-page-views")

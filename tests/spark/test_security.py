@@ -1,0 +1,73 @@
+"""The Spark data source over ``SASL_SSL``: a batch write and a batch read with a real Spark
+session, the connection's security given as Spark's Kafka source takes it (``kafka.``-prefixed
+Kafka properties), reaching the driver's and the executors' clients; a wrong password fails
+the query with the broker's reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.broker.security.certs import make_certs
+from tests.broker.security.conftest import USER, USER_PASSWORD, start_secure_broker
+from tests.broker_process import BrokerProcess
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Path]]:
+    certs = make_certs(tmp_path_factory.mktemp("certs"))
+    broker = start_secure_broker(tmp_path_factory.mktemp("spark-secure") / "logs", certs)
+    yield broker, certs
+    broker.stop()
+
+
+def _security(broker: BrokerProcess, certs: Path, password: str) -> dict[str, str]:
+    return {
+        "kafka.bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_SSL']}",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.ssl.truststore.location": str(certs / "ca.pem"),
+        "kafka.sasl.mechanism": "SCRAM-SHA-256",
+        "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+        f'required username="{USER}" password="{password}";',
+        "kafka.request.timeout.ms": "10000",
+    }
+
+
+def test_write_and_read_over_sasl_ssl(
+    spark: Any, secure_broker: tuple[BrokerProcess, Path]
+) -> None:
+    broker, certs = secure_broker
+    options = _security(broker, certs, USER_PASSWORD)
+    rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(200)]
+    (
+        spark.createDataFrame(rows, "key binary, value binary")
+        .write.format("odradek")
+        .options(**options)
+        .option("topic", "secured-spark")
+        .mode("append")
+        .save()
+    )
+    read = (
+        spark.read.format("odradek")
+        .options(**options)
+        .option("subscribe", "secured-spark")
+        .load()
+        .select("key", "value")
+        .collect()
+    )
+    assert sorted((bytes(r.key), bytes(r.value)) for r in read) == sorted(rows)
+
+
+def test_a_wrong_password_fails_the_query(
+    spark: Any, secure_broker: tuple[BrokerProcess, Path]
+) -> None:
+    broker, certs = secure_broker
+    options = _security(broker, certs, "wrong password")
+    with pytest.raises(Exception, match="SaslAuthenticationFailed") as failure:
+        spark.read.format("odradek").options(**options).option("subscribe", "x").load().count()
+    assert "wrong password" not in str(failure.value)
