@@ -1,10 +1,13 @@
 """What TLS and SASL cost: one broker with three listeners (``PLAINTEXT``, ``SSL``,
-``SASL_SSL`` with SCRAM-SHA-512), the same confluent-kafka workloads against each, same run.
+``SASL_SSL`` with SCRAM-SHA-512), the same workloads against each, same run, through two
+clients: confluent-kafka (Kafka's protocol) and odradek's own (the native protocol).
 
-Per listener and round: ``confluent-produce`` of ``num_records`` x ``record_bytes`` to a fresh
-one-partition topic (acks=1), then ``confluent-consume`` of that topic from the beginning
-(:mod:`bench.kafka_clients`, one process each); rounds interleaved, one untimed warm-up,
-medians. Figures are records/s and value MB/s; TLS and SASL_SSL are ratios against plaintext.
+Per client, listener and round: a produce of ``num_records`` x ``record_bytes`` to a fresh
+one-partition topic (acks=1), then a consume of that topic from the beginning, one process
+each: ``confluent-produce`` / ``confluent-consume`` (:mod:`bench.kafka_clients`), and
+``odradek perf produce`` / ``perf consume`` with the same Kafka client properties in
+``--command-config``; rounds interleaved, one untimed warm-up, medians. Figures are
+records/s and value MB/s; TLS and SASL_SSL are ratios against plaintext.
 SASL authenticates once per connection, so SASL_SSL against SSL shows that its cost is the
 handshake, not the data; the fetch figure is where TLS loses ``sendfile`` (record bytes are
 read and encrypted instead, broker/security/tls.py).
@@ -35,10 +38,11 @@ from tests.broker_process import BrokerProcess
 
 __all__ = ["TITLE", "Params", "run"]
 
-TITLE = "TLS and SASL vs plaintext: produce and consume through confluent-kafka (same run)"
+TITLE = "TLS and SASL vs plaintext: produce and consume, confluent-kafka and odradek (same run)"
 
 Say = Callable[[str], None]
 _PASSWORD = "bench-password"
+_CLIENTS = {"confluent": "confluent-kafka", "odradek": "odradek"}
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,10 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     make_directories(logs)
     credential = derive_credential("SCRAM-SHA-512", _PASSWORD, os.urandom(16))
     CredentialStore([logs]).apply([logs], upserts=[("bench", credential)])
-    say(f"confluent-kafka: {params.num_records:,} x {params.record_bytes} B per round, "
-        f"{params.repeats} rounds + 1 warm-up, listeners PLAINTEXT / SSL / SASL_SSL")  # fmt: skip
+    say(
+        f"confluent-kafka and odradek: {params.num_records:,} x {params.record_bytes} B a "
+        f"round, {params.repeats} rounds + 1 warm-up, listeners PLAINTEXT / SSL / SASL_SSL"
+    )
     broker = BrokerProcess(
         [logs],
         listeners=("PLAINTEXT", "SSL", "SASL_SSL"),
@@ -88,25 +94,35 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
             *tls,
         ],
     }
+    for listener, items in settings.items():  # odradek perf's --command-config
+        (scratch / f"{listener}.properties").write_text("".join(f"{i}\n" for i in items))
     rounds = itertools.count()
-    topics: dict[str, str] = {}
+    topics: dict[tuple[str, str], str] = {}
     with broker:
 
-        def client(listener: str, action: str) -> float:
+        def client(name: str, listener: str, action: str) -> float:
             if action == "produce":
-                topics[listener] = f"security-{listener.lower()}-{next(rounds)}"
+                topics[name, listener] = f"security-{name}-{listener.lower()}-{next(rounds)}"
                 with Wire(broker.port) as wire:  # type: ignore[arg-type]
-                    wire.create_topic(topics[listener], partitions=1)
-            command = [sys.executable, "-m", "bench.kafka_clients", f"confluent-{action}",
-                       "--bootstrap-server", f"127.0.0.1:{broker.ports[listener]}",
-                       "--topic", topics[listener], "--num-records", str(params.num_records),
-                       "--record-size", str(params.record_bytes)]  # fmt: skip
-            for item in settings[listener]:
-                command += ["--config", item]
-            return _json_line(command, f"{action} over {listener}")["records_per_s"]
+                    wire.create_topic(topics[name, listener], partitions=1)
+            common = ["--bootstrap-server", f"127.0.0.1:{broker.ports[listener]}",
+                      "--topic", topics[name, listener],
+                      "--num-records", str(params.num_records)]  # fmt: skip
+            if name == "confluent":
+                command = [sys.executable, "-m", "bench.kafka_clients", f"confluent-{action}",
+                           *common, "--record-size", str(params.record_bytes)]  # fmt: skip
+                for item in settings[listener]:
+                    command += ["--config", item]
+            else:
+                command = [sys.executable, "-m", "odradek", "perf", action, *common, "--json",
+                           "--command-config", str(scratch / f"{listener}.properties")]  # fmt: skip
+                if action == "produce":
+                    command += ["--record-size", str(params.record_bytes)]
+            return _json_line(command, f"{name} {action} over {listener}")["records_per_s"]
 
         jobs = {
-            f"{action} {listener}": functools.partial(client, listener, action)
+            f"{name} {action} {listener}": functools.partial(client, name, listener, action)
+            for name in _CLIENTS
             for action in ("produce", "consume")
             for listener in settings
         }
@@ -114,18 +130,19 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         samples = interleaved(jobs, params.repeats, warmup=1)
     figures = Figures()
     mb_per_record = params.record_bytes / 1e6
-    for action in ("produce", "consume"):
-        base = ""
-        for listener in settings:
-            values = samples[f"{action} {listener}"]
-            figure = figures.add(
-                f"{action} over {listener}",
-                median(values),
-                "records/s",
-                samples=values,
-                is_baseline=listener == "PLAINTEXT",
-                baseline=base or None,
-                note=f"{median(values) * mb_per_record:,.0f} MB/s of values",
-            )
-            base = base or figure.name
+    for name, label in _CLIENTS.items():
+        for action in ("produce", "consume"):
+            base = ""
+            for listener in settings:
+                values = samples[f"{name} {action} {listener}"]
+                figure = figures.add(
+                    f"{label} {action} over {listener}",
+                    median(values),
+                    "records/s",
+                    samples=values,
+                    is_baseline=listener == "PLAINTEXT",
+                    baseline=base or None,
+                    note=f"{median(values) * mb_per_record:,.0f} MB/s of values",
+                )
+                base = base or figure.name
     return figures.items
