@@ -156,6 +156,7 @@ class ClientCore:
         included.
       retry_backoff_ms, retry_backoff_max_ms: the wait between reconnection attempts,
         doubling from the one to the other.
+      security_protocol, ssl_*, sasl_*: TLS and SASL (:mod:`odradek.client.security`).
 
     Raises:
       ValueError: a malformed bootstrap address or a bad option.
@@ -163,9 +164,12 @@ class ClientCore:
     A call raises :class:`~odradek.client.errors.KafkaConnectionError` when no connection
     could be made (or kept) in time and :class:`~odradek.client.errors.KafkaTimeoutError` when
     the broker did not answer in time; error codes in responses are the operations' to raise.
+    A failed TLS handshake (``SslAuthenticationError``) or SASL exchange
+    (``SaslAuthenticationFailedError``, ``UnsupportedSaslMechanismError``) is raised at once.
 
-    Bootstrap: try each ``bootstrap_servers`` address in order; on the first that accepts,
-    send ApiVersions then Metadata; if the broker advertises another address, connect there
+    Bootstrap: try each ``bootstrap_servers`` address in order; on the first that accepts
+    (TLS and SASL first, when configured: on every new connection), send ApiVersions then
+    Metadata; if the broker advertises another address, connect there
     (and keep the bootstrap connection if that fails). Retries: a call retries connection
     failures and losses with exponential backoff until its timeout has passed since it began.
     Error codes in responses are not retried here; the operations and the producer decide.
