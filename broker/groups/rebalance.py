@@ -104,12 +104,7 @@ class Rebalancer:
         for mid, member in group.members.items():
             member.assignment = plan.assignment.get(mid, {})
             member.synced = False
-        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
-        for member in group.members.values():
-            waiter, member.join_waiter = member.join_waiter, None
-            member.deadline_ms = now_ms + member.session_timeout_ms
-            if waiter is not None:
-                waiter.resolve(group.join_response(member))
+        self._generation_formed(group, now_ms)
         self._store(group)
 
     def _complete_client_join(self, group: Group, now_ms: int) -> None:
@@ -122,6 +117,10 @@ class Rebalancer:
             member.set_assignment_bytes(b"")
             member.synced = False
         group.assigned_counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
+        self._generation_formed(group, now_ms)
+
+    def _generation_formed(self, group: Group, now_ms: int) -> None:
+        """Enter CompletingRebalance and answer every waiting JoinGroup; sessions restart."""
         group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
         for member in group.members.values():
             waiter, member.join_waiter = member.join_waiter, None
