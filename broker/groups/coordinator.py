@@ -52,18 +52,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from odradek.broker.groups.group import (
-    NEVER,
     Group,
     GroupState,
-    Member,
-    Pending,
     check_member,
     fence,
     join_error,
-    protocol_names,
-    resolve_assignors,
     sync_error,
 )
+from odradek.broker.groups.member import NEVER, Member, Pending, protocol_names, resolve_assignors
 from odradek.broker.groups.offsets import GroupValue
 from odradek.broker.groups.rebalance import Rebalancer
 from odradek.protocol import messages as m

@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from odradek.broker.groups.assignors import ASSIGNORS
-from odradek.broker.groups.group import NEVER, Group, GroupState, sync_error
+from odradek.broker.groups.group import Group, GroupState, sync_error
+from odradek.broker.groups.member import NEVER
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
