@@ -1,29 +1,21 @@
-"""The logs of every partition across the ``log.dirs`` roots.
+"""The logs of every partition across the ``log.dirs`` roots: which exist, where, and why not.
 
 Per root (docs/architecture.md §4)::
 
-    meta.properties                      node.id, cluster.id, directory.id (written once)
-    .lock                                flock held while this process owns the root
-    .kafka_cleanshutdown                 present only between a clean shutdown and the next start
-    recovery-point-offset-checkpoint     per partition: every offset below is fsynced
-    log-start-offset-checkpoint          per partition: the log start offset (DeleteRecords)
-    cleaner-offset-checkpoint            per compacted partition: the cleaner's first dirty offset
-    replication-offset-checkpoint        per partition: the high watermark (= log end offset)
+    meta.properties, .lock, .kafka_cleanshutdown     :mod:`odradek.storage.log_dir_startup`
+    *-offset-checkpoint (four of them)               :mod:`odradek.storage.log_dir_checkpoints`
     topic-configs.json                   odradek's own: topic ids and config overrides
     producer-id-block                    odradek's own: the next unallocated block of producer
                                          ids (:mod:`odradek.storage.producer_ids`)
-    <topic>-<partition>/                 one Log each
+    <topic>-<partition>/                 one Log each (:mod:`odradek.storage.partition_dirs`)
 
 Topic ids and config overrides live in ``topic-configs.json`` (:mod:`odradek.storage.topic_configs`:
 a versioned copy in every online root; the newest wins at start-up).
 
-Start-up, per root: create it if missing, lock it, read or write ``meta.properties`` (all roots
-share one cluster id, which a new root takes from the existing ones; a stored node id that
-differs from ours is fatal, as in Kafka), consume
-the clean-shutdown marker, read the checkpoints, load each partition
-(:mod:`odradek.storage.loader`). A root that cannot be used (missing and not creatable, unwritable,
-locked, I/O error) goes offline with its reason; the others keep working. Without any online root
-the start fails.
+Start-up opens every root, then loads the partitions of each
+(:mod:`odradek.storage.log_dir_startup`). A root that cannot be used (missing and not
+creatable, unwritable, locked, I/O error) goes offline with its reason; the others keep
+working. Without any online root the start fails.
 
 A partition whose log is damaged (:class:`LogCorruptedError`, the loader's rule) stays offline
 alone: its files stay as they are, requests for it get the error, its checkpoint entries are
@@ -42,53 +34,42 @@ CreatePartitions that hits it is undone (every partition it made is closed and r
 the error goes to that one request; a checkpoint round skips the root and logs it; at
 start-up it is fatal, naming the root (the broker cannot serve partitions it cannot open).
 
-Crash safety: checkpoints are written atomically (:mod:`odradek.storage.atomic`); they only ever lag
-the truth, which recovery tolerates: a stale recovery point means more re-validation, a stale
-log start offset is re-applied by the next DeleteRecords or retention pass.
+Crash safety: every file is replaced atomically (:mod:`odradek.storage.atomic`); checkpoints
+only ever lag the truth, which recovery tolerates (:mod:`odradek.storage.log_dir_checkpoints`);
+a partition is created and deleted in the order :mod:`odradek.storage.partition_dirs` states.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from odradek.storage.atomic import fsync_directory, make_directories, write_atomically
-from odradek.storage.checkpoints import (
-    CheckpointError,
-    DirLock,
-    LockError,
-    consume_clean_shutdown,
-    read_offset_checkpoint,
-    write_clean_shutdown,
-    write_offset_checkpoint,
-)
+from odradek.storage.atomic import write_atomically
+from odradek.storage.checkpoints import CheckpointError, DirLock, LockError, write_clean_shutdown
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
-    InvalidTopicError,
     LogCorruptedError,
     LogDirOfflineError,
     PartitionLimitError,
     StorageError,
-    TopicExistsError,
     UnknownTopicOrPartitionError,
     is_resource_exhaustion,
 )
 from odradek.storage.log import Log
-from odradek.storage.meta_properties import (
-    META_PROPERTIES,
-    MetaProperties,
-    read_meta_properties,
-    write_meta_properties,
+from odradek.storage.log_dir_checkpoints import write_log_dir_checkpoints
+from odradek.storage.log_dir_startup import (
+    DamagedPartition,
+    find_cluster_id,
+    load_partitions,
+    open_log_dir,
 )
-from odradek.storage.partition_metadata import (
-    PARTITION_METADATA,
-    read_partition_metadata,
-    write_partition_metadata,
+from odradek.storage.partition_dirs import (
+    create_partition_dir,
+    delete_partition_dir,
+    discard_partition,
+    remove_flat_dir,
 )
 from odradek.storage.producer_ids import ProducerIdAllocator, write_next_block_start
 from odradek.storage.topic_configs import (
@@ -97,24 +78,12 @@ from odradek.storage.topic_configs import (
     encode_topic_configs,
     read_topic_configs,
 )
-from odradek.storage.topics import (
-    DELETE_DIR_SUFFIX,
-    INTERNAL_TOPICS,
-    collision_key,
-    delete_dir_name,
-    parse_partition_dir,
-    validate_topic_name,
-)
+from odradek.storage.topics import validate_new_topic_name
 from odradek.storage.uuids import new_uuid
 
 __all__ = ["LogManager"]
 
 logger = logging.getLogger(__name__)
-
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 
 TopicPartition = tuple[str, int]
 DEFAULT_MAX_PARTITIONS = 10_000  # max.broker.partitions
@@ -178,18 +147,17 @@ class LogManager:
     def _startup(self) -> None:
         # A root without meta.properties (a newly added dir) joins the cluster of the roots
         # that have one, wherever it is listed: read theirs before writing any.
-        for log_dir in self.log_dirs:
-            with contextlib.suppress(OSError, CheckpointError):
-                meta = read_meta_properties(log_dir / META_PROPERTIES)
-                if meta is not None:
-                    self.cluster_id = meta.cluster_id
-                    break
+        self.cluster_id = find_cluster_id(self.log_dirs)
         clean: dict[Path, bool] = {}
         for log_dir in self.log_dirs:
             try:
-                clean[log_dir] = self._open_root(log_dir)
+                opened = open_log_dir(log_dir, node_id=self.node_id, cluster_id=self.cluster_id)
             except (OSError, CheckpointError, LockError) as exc:
                 self._startup_failed(log_dir, exc)
+                continue
+            self._locks[log_dir] = opened.lock
+            self.cluster_id = opened.cluster_id
+            clean[log_dir] = opened.clean_shutdown
         if not self.online_dirs:
             raise StorageError(
                 "no usable log dir: "
@@ -204,7 +172,7 @@ class LogManager:
             raise StorageError(f"cannot allocate producer ids: {exc}") from exc
         for log_dir in self.online_dirs:
             try:
-                self._load_root(log_dir, clean_shutdown=clean[log_dir])
+                self._load_log_dir(log_dir, clean_shutdown=clean[log_dir])
             except (OSError, CheckpointError) as exc:
                 self._startup_failed(log_dir, exc)
         if not self.offline_dirs:  # a topic whose creation crashed before its partitions
@@ -220,95 +188,24 @@ class LogManager:
             ) from exc
         self._take_offline(log_dir, str(exc))
 
-    def _open_root(self, log_dir: Path) -> bool:
-        make_directories(log_dir)  # durably: the partitions in it are acknowledged later
-        self._locks[log_dir] = DirLock.acquire(log_dir)
-        meta = read_meta_properties(log_dir / META_PROPERTIES)
-        fresh = meta is None
-        if meta is None:
-            meta = MetaProperties(self.node_id, self.cluster_id or new_uuid(), new_uuid())
-            write_meta_properties(log_dir / META_PROPERTIES, meta)
-        elif meta.node_id != self.node_id:
-            raise StorageError(
-                f"stored node.id {meta.node_id} in {log_dir / META_PROPERTIES} does not match "
-                f"the configured node.id {self.node_id}"
-            )
-        if self.cluster_id is None:
-            self.cluster_id = meta.cluster_id
-        elif meta.cluster_id != self.cluster_id:
-            raise StorageError(
-                f"cluster.id {meta.cluster_id} in {log_dir / META_PROPERTIES} differs from "
-                f"{self.cluster_id} in the other log dirs"
-            )
-        clean = consume_clean_shutdown(log_dir)
-        return clean or (fresh and not any(parse_partition_dir(n) for n in os.listdir(log_dir)))
-
-    def _load_root(self, log_dir: Path, *, clean_shutdown: bool) -> None:
-        checkpoints = {
-            name: _read_checkpoint_or_empty(log_dir / name)
-            for name in (
-                RECOVERY_POINT_CHECKPOINT,
-                LOG_START_OFFSET_CHECKPOINT,
-                CLEANER_OFFSET_CHECKPOINT,
-                HIGH_WATERMARK_CHECKPOINT,
-            )
-        }
-        recovery_points = checkpoints[RECOVERY_POINT_CHECKPOINT]
-        start_offsets = checkpoints[LOG_START_OFFSET_CHECKPOINT]
-        cleaner_offsets = checkpoints[CLEANER_OFFSET_CHECKPOINT]
-        for name in sorted(os.listdir(log_dir)):
-            path = log_dir / name
-            if not path.is_dir():
-                continue
-            if name.endswith(DELETE_DIR_SUFFIX):
-                logger.info("removing %s, left by a topic deletion", path)
-                shutil.rmtree(path, ignore_errors=True)
-                continue
-            parsed = parse_partition_dir(name)
-            if parsed is None:
-                logger.warning("ignoring %s: not a partition directory", path)
-                continue
-            if parsed in self.logs:
-                raise StorageError(
-                    f"duplicate log directories for {name}: {path} and {self._log_dir_of[parsed]}"
-                )
-            topic, partition = parsed
-            metadata = self._topic_metadata(topic, path)
-            try:
-                log = Log.open(
-                    path,
-                    topic,
-                    partition,
-                    self.default_config.with_overrides(metadata.configs),
-                    now_ms=self.clock_ms(),
-                    log_start_offset=start_offsets.get(parsed, 0),
-                    recovery_point=recovery_points.get(parsed, 0),
-                    clean_shutdown=clean_shutdown,
-                )
-            except LogCorruptedError as exc:  # this partition only: the loader logged where
-                self.offline_partitions[parsed] = log_dir
-                self.damaged_partitions[parsed] = exc
-                self._frozen_checkpoints[parsed] = {
-                    name: values[parsed] for name, values in checkpoints.items() if parsed in values
-                }
-                continue
-            log.first_dirty_offset = max(
-                log.log_start_offset, cleaner_offsets.get(parsed, log.log_start_offset)
-            )
-            self.logs[parsed] = log
-            self._log_dir_of[parsed] = log_dir
-        logger.info(
-            "loaded log dir %s (%s shutdown)", log_dir, "clean" if clean_shutdown else "unclean"
-        )
-
-    def _topic_metadata(self, topic: str, partition_dir: Path) -> TopicMetadata:
-        topic_id = read_partition_metadata(partition_dir / PARTITION_METADATA)
-        metadata = self.topics.get(topic)
-        if metadata is None:
-            metadata = self.topics[topic] = TopicMetadata(topic_id or new_uuid())
-        if topic_id is None:
-            write_partition_metadata(partition_dir / PARTITION_METADATA, metadata.topic_id)
-        return metadata
+    def _load_log_dir(self, log_dir: Path, *, clean_shutdown: bool) -> None:
+        """Register each partition of ``log_dir`` as it is loaded: one that fails part-way
+        leaves the ones before it registered, for :meth:`_take_offline` to close."""
+        for key, loaded in load_partitions(
+            log_dir,
+            clean_shutdown=clean_shutdown,
+            default_config=self.default_config,
+            topics=self.topics,
+            loaded=self._log_dir_of,
+            clock_ms=self.clock_ms,
+        ):
+            if isinstance(loaded, DamagedPartition):
+                self.offline_partitions[key] = log_dir
+                self.damaged_partitions[key] = loaded.error
+                self._frozen_checkpoints[key] = loaded.checkpoints
+            else:
+                self.logs[key] = loaded
+                self._log_dir_of[key] = log_dir
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints and the clean-shutdown markers."""
@@ -375,15 +272,7 @@ class LogManager:
         self, topic: str, partitions: int, configs: Mapping[str, str] | None = None
     ) -> list[Log]:
         """Create ``partitions`` partitions of a new topic; validates name and configs first."""
-        validate_topic_name(topic)
-        if topic in self.topics:
-            raise TopicExistsError(f"Topic '{topic}' already exists.")
-        key = collision_key(topic)
-        # Kafka: '.' and '_' collide in metric names. An internal topic's name is reserved even
-        # before it exists: '__consumer.offsets' must not keep the coordinator from creating it.
-        for existing in (*self.topics, *INTERNAL_TOPICS):
-            if existing != topic and collision_key(existing) == key:
-                raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
+        validate_new_topic_name(topic, self.topics)
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
@@ -417,16 +306,10 @@ class LogManager:
             logger.error("could not forget the partly created topic %s: %s", topic, exc)
 
     def _discard_new_partition(self, key: TopicPartition) -> None:
-        """Drop a partition this request created, without trimming its indexes: out of
-        descriptors, a trim (which reopens the file) would fail, and the files go anyway.
-        Unmapping and closing first frees what the removal needs."""
+        """Forget and remove a partition this request created (:func:`discard_partition`)."""
         log = self.logs.pop(key)
         self._log_dir_of.pop(key)
-        for segment in log.segments:
-            segment.offset_index.delete()
-            segment.time_index.delete()
-            segment.file.close()
-        _remove_flat_dir(log.directory)
+        discard_partition(log)
 
     def _remove_leftover_dirs(self, topic: str, partitions: range) -> None:
         """Remove the directories a failed creation made but never opened as a log."""
@@ -434,7 +317,7 @@ class LogManager:
             for partition in partitions:
                 leftover = log_dir / f"{topic}-{partition}"
                 if (topic, partition) not in self.logs and leftover.exists():
-                    _remove_flat_dir(leftover)
+                    remove_flat_dir(leftover)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
         """CreatePartitions: grow ``topic`` to ``total_partitions``."""
@@ -461,14 +344,11 @@ class LogManager:
 
     def _create_partition(self, topic: str, partition: int, config: LogConfig) -> Log:
         log_dir = self.next_log_dir()
-        path = log_dir / f"{validate_topic_name(topic)}-{partition}"
+        topic_id = self.topics[topic].topic_id
         try:
-            path.mkdir()
-            write_partition_metadata(path / PARTITION_METADATA, self.topics[topic].topic_id)
-            log = Log.open(
-                path, topic, partition, config, now_ms=self.clock_ms(), clean_shutdown=True
+            log = create_partition_dir(
+                log_dir, topic, partition, topic_id, config, now_ms=self.clock_ms()
             )
-            fsync_directory(log_dir)
         except OSError as exc:
             if is_resource_exhaustion(exc):  # out of descriptors or memory: the disk is fine
                 raise  # create_topic removes what was made
@@ -506,12 +386,7 @@ class LogManager:
     def _remove_partition(self, key: TopicPartition) -> None:
         """Close one partition's log and remove its directory (rename to ``-delete`` first)."""
         log = self.logs.pop(key)
-        log_dir = self._log_dir_of.pop(key)
-        log.close()
-        doomed = log_dir / delete_dir_name(key[0], key[1], uuid.uuid4().hex)
-        os.replace(log.directory, doomed)
-        fsync_directory(log_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
+        delete_partition_dir(log, self._log_dir_of.pop(key))
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -519,22 +394,13 @@ class LogManager:
         """Write the recovery point, log start offset, high watermark and cleaner checkpoints."""
         for log_dir in self.online_dirs:
             logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
-            compacted = [log for log in logs if log.config.compact]
             frozen = {
                 key: values
                 for key, values in self._frozen_checkpoints.items()
                 if self.offline_partitions.get(key) == log_dir
             }
             try:
-                for name, of, value in (
-                    (RECOVERY_POINT_CHECKPOINT, logs, lambda log: log.recovery_point),
-                    (LOG_START_OFFSET_CHECKPOINT, logs, lambda log: log.log_start_offset),
-                    (HIGH_WATERMARK_CHECKPOINT, logs, lambda log: log.high_watermark),
-                    (CLEANER_OFFSET_CHECKPOINT, compacted, lambda log: log.first_dirty_offset),
-                ):
-                    offsets = {k: v[name] for k, v in frozen.items() if name in v}
-                    offsets.update(_offsets(of, value))
-                    write_offset_checkpoint(log_dir / name, offsets)
+                write_log_dir_checkpoints(log_dir, logs, frozen)
                 for log in logs:  # a log start offset moved: the leader epochs follow it
                     log.leader_epochs.flush_if_dirty()
             except OSError as exc:
@@ -621,27 +487,3 @@ class LogManager:
 
     def log_dir_of(self, topic: str, partition: int) -> Path:
         return self._log_dir_of[(topic, partition)]
-
-
-def _remove_flat_dir(path: Path) -> None:
-    """Remove a partition directory (no subdirectories) using one descriptor at most, for a
-    rollback that runs out of them (``shutil.rmtree`` holds two); errors are logged."""
-    try:
-        for name in os.listdir(path):
-            (path / name).unlink(missing_ok=True)
-        path.rmdir()
-    except OSError as exc:
-        logger.error("could not remove %s: %s", path, exc)
-
-
-def _offsets(logs: Iterable[Log], value: Callable[[Log], int]) -> dict[TopicPartition, int]:
-    return {(log.topic, log.partition): value(log) for log in logs}
-
-
-def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:
-    """A checkpoint's entries; a corrupt one is reported and treated as empty (full recovery)."""
-    try:
-        return read_offset_checkpoint(path)
-    except CheckpointError as exc:
-        logger.error("%s; recovering as if it were absent", exc)
-        return {}

@@ -14,13 +14,16 @@ written.
 
 :func:`scan_entries` reads headers only (reads, lookups); :func:`validated_entries` reads and
 checks every entry in full (recovery, ``dump-log``), stopping at the first invalid byte.
+:func:`open_regular` opens a file to scan that may not be a segment at all (``dump-log``).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol.legacy import validate_legacy_entry
@@ -33,7 +36,7 @@ from odradek.protocol.records import (
     validate_batch,
 )
 
-__all__ = ["EntryInfo", "InvalidEntry", "scan_entries", "validated_entries"]
+__all__ = ["EntryInfo", "InvalidEntry", "open_regular", "scan_entries", "validated_entries"]
 
 # A lookup starts at an index entry and usually needs one or two headers within a few KiB:
 # the first read is small; a scan that goes on reads larger chunks.
@@ -143,3 +146,13 @@ def validated_entries(
             return
         yield _info_from_header(data, 0, position)
         position += size
+
+
+def open_regular(path: Path) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file: opened without
+    blocking (a FIFO swapped in after the check would otherwise wait for a writer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"not a regular file: {path}")
+    return fd

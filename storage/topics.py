@@ -19,8 +19,9 @@ clients may read them but not write, delete or reconfigure them unsafely.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
-from odradek.storage.errors import InvalidTopicError
+from odradek.storage.errors import InvalidTopicError, TopicExistsError
 
 __all__ = [
     "DELETE_DIR_SUFFIX",
@@ -32,6 +33,7 @@ __all__ = [
     "is_internal",
     "parse_partition_dir",
     "partition_dir_name",
+    "validate_new_topic_name",
     "validate_topic_name",
 ]
 
@@ -71,6 +73,22 @@ def is_internal(topic: str) -> bool:
 def collision_key(topic: str) -> str:
     """Kafka's ``Topic.unifyCollisionChars``: two topics with the same key may not coexist."""
     return topic.replace(".", "_")
+
+
+def validate_new_topic_name(topic: str, existing: Collection[str]) -> str:
+    """Return ``topic`` if a topic of that name may be created beside ``existing`` ones: a
+    legal name, not taken (:class:`TopicExistsError`), colliding with none of them nor with an
+    internal topic's name (:class:`InvalidTopicError`)."""
+    validate_topic_name(topic)
+    if topic in existing:
+        raise TopicExistsError(f"Topic '{topic}' already exists.")
+    key = collision_key(topic)
+    # Kafka: '.' and '_' collide in metric names. An internal topic's name is reserved even
+    # before it exists: '__consumer.offsets' must not keep the coordinator from creating it.
+    for other in (*existing, *INTERNAL_TOPICS):
+        if other != topic and collision_key(other) == key:
+            raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {other}")
+    return topic
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

@@ -27,7 +27,8 @@ import anyio
 import anyio.to_thread
 
 from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator, StoreGroup
-from odradek.broker.groups.group import Group, GroupState, Pending
+from odradek.broker.groups.group import Group, GroupState
+from odradek.broker.groups.member import Pending
 from odradek.broker.groups.offsets import (
     OFFSETS_TOPIC,
     GroupKey,

@@ -5,6 +5,8 @@ returns at once: a JoinGroup or SyncGroup that must wait gets a :class:`Pending`
 event resolves. What needs I/O is left for :mod:`odradek.broker.groups.api`: the group records to
 store (:attr:`GroupCoordinator.outbox`; the caller reports each stored one with
 :meth:`stored`), and the timers (the caller calls :meth:`tick` by :meth:`next_deadline_ms`).
+What a rebalance does to a group, its delays, timeouts and assignment, is
+:mod:`odradek.broker.groups.rebalance`; this module turns requests and timers into its events.
 
 Transitions (Kafka's)::
 
@@ -19,12 +21,6 @@ Transitions (Kafka's)::
   A static member (``group_instance_id``) is admitted at once; a known instance id rejoining
   takes over its old member's place (the old id is fenced) without a rebalance when nothing
   changed.
-- ``group.initial.rebalance.delay.ms`` delays the first rebalance of an Empty group, and each
-  new member extends it by the same delay, up to the rebalance timeout (Kafka's
-  InitialDelayedJoin).
-- Server-assigned groups (the native client): the assignment is computed when the join
-  completes (:mod:`assignors`), stored in the group record, and handed out by SyncGroup only
-  once that record is durable.
 - Client-assigned groups (Kafka clients, JoinGroup with ``protocols``): the protocol is Kafka's
   ``selectProtocol`` (each member votes for its most preferred protocol that every member
   supports; most votes wins, a tie goes to the broker's assignor order, then the name). The
@@ -41,10 +37,6 @@ Transitions (Kafka's)::
   kind until its members have rejoined (:mod:`group`).
 - JoinGroup v0-v3 clients never retry after ``MEMBER_ID_REQUIRED``: with
   ``require_known_member_id`` False a new member is admitted at once under a generated id.
-- A member is removed when its session (``session_timeout_ms`` since its last heartbeat, sync
-  or completed join) expires, or when it has not rejoined within the rebalance timeout.
-- A cooperative assignment that held partitions back starts a follow-up rebalance as soon as
-  the group is Stable (KIP-429).
 - Partition counts: a group whose subscribed topics (client-assigned "consumer" groups: the
   topics decoded from the chosen protocol's metadata) changed partition count since the join
   completed rebalances (:meth:`GroupCoordinator.topics_changed`), for both kinds. Kafka's broker
@@ -59,21 +51,17 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from odradek.broker.groups.assignors import ASSIGNORS
 from odradek.broker.groups.group import (
-    NEVER,
     Group,
     GroupState,
-    Member,
-    Pending,
     check_member,
     fence,
     join_error,
-    protocol_names,
-    resolve_assignors,
     sync_error,
 )
+from odradek.broker.groups.member import NEVER, Member, Pending, protocol_names, resolve_assignors
 from odradek.broker.groups.offsets import GroupValue
+from odradek.broker.groups.rebalance import Rebalancer
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
@@ -113,6 +101,7 @@ class GroupCoordinator:
         self.broken: list[tuple[str, Exception]] = []  # groups dropped by tick, for the log
         self.on_change: Callable[[], None] = lambda: None  # wakes the timer task
         self._new_member_id = new_member_id or (lambda client: f"{client}-{uuid.uuid4()}")
+        self.rebalance = Rebalancer(config.initial_rebalance_delay_ms, partitions_of, self._store)
 
     # -- JoinGroup -------------------------------------------------------------------------
 
@@ -195,7 +184,7 @@ class GroupCoordinator:
                 old.choose(group.protocol or "")
             old.deadline_ms = now_ms + old.session_timeout_ms
             # The record now names the new id (a replay must know it); no rebalance.
-            self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
+            self._store(group)
             if old.client_assigned:
                 # Kafka: announce the old leader id, so that the restarted member does not
                 # compute an assignment that a Stable group would never hand out.
@@ -218,10 +207,7 @@ class GroupCoordinator:
             group.protocol_type = req.protocol_type
         group.members[member.member_id] = member
         group.new_member_added = True
-        if group.state == GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group, now_ms)
-        else:
-            self._prepare_rebalance(group, now_ms)
+        self.rebalance.member_joined(group, now_ms)
         return waiter
 
     def _rejoin(
@@ -250,100 +236,10 @@ class GroupCoordinator:
         if member.join_waiter is not None:  # a duplicate join: the older one is superseded
             member.join_waiter.resolve(join_error(req, E.REBALANCE_IN_PROGRESS, member.member_id))
         member.join_waiter = waiter = Pending()
-        if group.state == GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group, now_ms)
-        else:
-            self._prepare_rebalance(group, now_ms)
+        self.rebalance.member_joined(group, now_ms)
         return waiter
 
     # -- rebalance -------------------------------------------------------------------------
-
-    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
-        if group.state == GroupState.COMPLETING_REBALANCE:
-            for member in group.members.values():  # their assignment is void: rejoin
-                if member.sync_waiter is not None:
-                    member.sync_waiter.resolve(sync_error(E.REBALANCE_IN_PROGRESS))
-                    member.sync_waiter = None
-        delay_ms = self.config.initial_rebalance_delay_ms
-        timeout_ms = max((mb.rebalance_timeout_ms for mb in group.members.values()), default=0)
-        if group.state == GroupState.EMPTY and delay_ms > 0:
-            group.delay_deadline_ms = now_ms + delay_ms
-            group.delay_remaining_ms = max(timeout_ms - delay_ms, 0)
-            group.new_member_added = False
-        else:
-            group.delay_deadline_ms = None
-        group.rebalance_deadline_ms = now_ms + timeout_ms
-        group.transition(GroupState.PREPARING_REBALANCE, now_ms)
-        self._maybe_complete_join(group, now_ms)
-
-    def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
-        if group.state != GroupState.PREPARING_REBALANCE or group.delay_deadline_ms is not None:
-            return
-        if group.pending or any(mb.join_waiter is None for mb in group.members.values()):
-            return
-        self._complete_join(group, now_ms)
-
-    def _complete_join(self, group: Group, now_ms: int) -> None:
-        for member in [mb for mb in group.members.values() if mb.join_waiter is None]:
-            group.remove(member)  # did not rejoin within the rebalance timeout
-        group.pending.clear()
-        group.delay_deadline_ms = None
-        group.rebalance_deadline_ms = NEVER
-        group.generation += 1
-        if not group.members:
-            group.protocol = group.leader = None
-            group.revoking = False
-            group.transition(GroupState.EMPTY, now_ms)
-            self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
-            return
-        group.protocol = group.select_protocol()
-        if group.leader not in group.members:
-            group.leader = next(iter(group.members))
-        if group.client_assigned:
-            self._complete_client_join(group, now_ms)
-            return
-        previous = {mid: mb.assignment for mid, mb in group.members.items()}
-        subscriptions = {mid: mb.topics for mid, mb in group.members.items()}
-        counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
-        plan = ASSIGNORS[group.protocol](subscriptions, counts, previous)
-        group.revoking = plan.revoking > 0
-        group.assigned_counts = counts
-        for mid, member in group.members.items():
-            member.assignment = plan.assignment.get(mid, {})
-            member.synced = False
-        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
-        for member in group.members.values():
-            waiter, member.join_waiter = member.join_waiter, None
-            member.deadline_ms = now_ms + member.session_timeout_ms
-            if waiter is not None:
-                waiter.resolve(group.join_response(member))
-        self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
-
-    def _complete_client_join(self, group: Group, now_ms: int) -> None:
-        """Client-assigned: the generation forms without an assignment; the leader's SyncGroup
-        brings it (:meth:`_leader_assigns`), and only then is the group record written."""
-        protocol = group.protocol or ""
-        group.revoking = False
-        for member in group.members.values():
-            member.choose(protocol)
-            member.set_assignment_bytes(b"")
-            member.synced = False
-        group.assigned_counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
-        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
-        for member in group.members.values():
-            waiter, member.join_waiter = member.join_waiter, None
-            member.deadline_ms = now_ms + member.session_timeout_ms
-            if waiter is not None:
-                waiter.resolve(group.join_response(member))
-
-    def _leader_assigns(self, group: Group, assignments: list[m.SyncGroupAssignment]) -> None:
-        """The leader's SyncGroup in CompletingRebalance: every member's bytes (``b""`` for one
-        left out; an id that is no member is ignored, a repeated id's last entry counts), then
-        the group record; :meth:`stored` answers the waiting syncs once it is durable."""
-        given = {a.member_id: a.assignment for a in assignments}
-        for member_id, member in group.members.items():
-            member.set_assignment_bytes(given.get(member_id, b""))
-        self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
 
     def stored(
         self, group_id: str, generation: int, now_ms: int, error: ErrorCode = E.NONE
@@ -360,7 +256,7 @@ class GroupCoordinator:
                 if member.sync_waiter is not None:
                     member.sync_waiter.resolve(sync_error(E.COORDINATOR_NOT_AVAILABLE))
                     member.sync_waiter = None
-            self._prepare_rebalance(group, now_ms)
+            self.rebalance.prepare(group, now_ms)
             self._changed()
             return
         group.transition(GroupState.STABLE, now_ms)
@@ -370,15 +266,8 @@ class GroupCoordinator:
                 member.sync_waiter = None
                 member.synced = True
                 member.deadline_ms = now_ms + member.session_timeout_ms
-        self._maybe_follow_up(group, now_ms)
+        self.rebalance.maybe_follow_up(group, now_ms)
         self._changed()
-
-    def _maybe_follow_up(self, group: Group, now_ms: int) -> None:
-        """Cooperative: once every member has its (reduced) assignment, rebalance again."""
-        members = group.members.values()
-        if group.state == GroupState.STABLE and group.revoking and all(mb.synced for mb in members):
-            group.revoking = False
-            self._prepare_rebalance(group, now_ms)
 
     # -- SyncGroup / Heartbeat / LeaveGroup ------------------------------------------------
 
@@ -399,14 +288,14 @@ class GroupCoordinator:
         if group.state == GroupState.STABLE:
             member.synced = True
             reply: Pending[m.SyncGroupResponse] = Pending(group.sync_response(member))
-            self._maybe_follow_up(group, now_ms)
+            self.rebalance.maybe_follow_up(group, now_ms)
             self._changed()
             return reply
         if member.sync_waiter is not None:
             member.sync_waiter.resolve(sync_error(E.REBALANCE_IN_PROGRESS))
         member.sync_waiter = waiter = Pending()
         if group.client_assigned and req.member_id == group.leader:
-            self._leader_assigns(group, req.assignments)
+            self.rebalance.leader_assigns(group, req.assignments)
         self._changed()
         return waiter
 
@@ -448,15 +337,9 @@ class GroupCoordinator:
                 group.remove(member)
                 removed = True
         if removed:
-            self._member_gone(group, now_ms)
+            self.rebalance.member_gone(group, now_ms)
         self._changed()
         return E.NONE, results
-
-    def _member_gone(self, group: Group, now_ms: int) -> None:
-        if group.state == GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group, now_ms)
-        elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, now_ms)
 
     # -- offsets: who may commit -----------------------------------------------------------
 
@@ -500,7 +383,7 @@ class GroupCoordinator:
                 continue
             for topic in wanted & group.subscribed_topics():
                 if group.assigned_counts.get(topic, 0) != self.partitions_of(topic):
-                    self._prepare_rebalance(group, now_ms)
+                    self.rebalance.prepare(group, now_ms)
                     break
         self._changed()
 
@@ -517,7 +400,7 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             try:
                 if group.next_deadline_ms() <= now_ms:
-                    self._tick_group(group, now_ms)
+                    self.rebalance.fire_timers(group, now_ms)
             except Exception as exc:
                 self._drop_broken(group, exc)
         self._changed()
@@ -531,38 +414,6 @@ class GroupCoordinator:
         self.groups.pop(group.group_id, None)
         self.broken.append((group.group_id, exc))
 
-    def _tick_group(self, group: Group, now_ms: int) -> None:
-        for member_id, expiry in list(group.pending.items()):
-            if expiry <= now_ms:
-                del group.pending[member_id]
-        expired = [
-            mb for mb in group.members.values() if not mb.awaiting and mb.deadline_ms <= now_ms
-        ]
-        for member in expired:
-            group.remove(member)
-        if expired:
-            self._member_gone(group, now_ms)
-        if group.state == GroupState.PREPARING_REBALANCE:
-            if group.delay_deadline_ms is not None and group.delay_deadline_ms <= now_ms:
-                self._delay_expired(group, now_ms)
-            elif group.delay_deadline_ms is None and group.rebalance_deadline_ms <= now_ms:
-                self._complete_join(group, now_ms)
-            else:
-                self._maybe_complete_join(group, now_ms)
-
-    def _delay_expired(self, group: Group, now_ms: int) -> None:
-        delay_ms = self.config.initial_rebalance_delay_ms
-        if group.new_member_added and group.delay_remaining_ms > 0:
-            group.new_member_added = False
-            group.delay_deadline_ms = now_ms + min(delay_ms, group.delay_remaining_ms)
-            group.delay_remaining_ms = max(group.delay_remaining_ms - delay_ms, 0)
-            return
-        group.delay_deadline_ms = None
-        if group.pending or any(mb.join_waiter is None for mb in group.members.values()):
-            self._maybe_complete_join(group, now_ms)  # the rebalance timeout still runs
-        else:
-            self._complete_join(group, now_ms)
-
     # -- groups as a whole -----------------------------------------------------------------
 
     def load(
@@ -574,7 +425,7 @@ class GroupCoordinator:
             counts = {t: self.partitions_of(t) for t in group.subscribed_topics()}
             group.assigned_counts = counts
             if group.state == GroupState.STABLE and not group.assignment_covers(counts):
-                self._prepare_rebalance(group, now_ms)  # partitions changed before the crash
+                self.rebalance.prepare(group, now_ms)  # partitions changed before the crash
         for group_id in offset_groups:
             if group_id not in self.groups:
                 self.groups[group_id] = Group(group_id, state_since_ms=now_ms)
@@ -596,6 +447,10 @@ class GroupCoordinator:
         if group is not None and group.state == GroupState.EMPTY:
             group.transition(GroupState.DEAD, group.state_since_ms)
             del self.groups[group_id]
+
+    def _store(self, group: Group) -> None:
+        """Queue the group record of ``group``'s current generation for the caller to store."""
+        self.outbox.append(StoreGroup(group.group_id, group.generation, group.to_value()))
 
     def _changed(self) -> None:
         self.on_change()

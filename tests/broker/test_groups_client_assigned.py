@@ -8,7 +8,8 @@ import struct
 import msgspec
 import pytest
 
-from odradek.broker.groups.group import GroupState, Pending
+from odradek.broker.groups.group import GroupState
+from odradek.broker.groups.member import Pending
 from odradek.broker.groups.offsets import (
     decode_group_value,
     encode_assignment,

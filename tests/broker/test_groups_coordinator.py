@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
-from odradek.broker.groups.group import GroupState, Pending
+from odradek.broker.groups.group import GroupState
+from odradek.broker.groups.member import Pending
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode as E
 

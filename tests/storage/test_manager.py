@@ -397,7 +397,7 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     files_before = {p.name: p.read_bytes() for p in (log_dir / "t-0").iterdir()}
     (log_dir / "recovery-point-offset-checkpoint").write_bytes(b"0\n1\nt 0 9\ngarbage\n")
     (log_dir / "log-start-offset-checkpoint").write_bytes(b"")
-    with caplog.at_level(logging.ERROR, logger="odradek.storage.manager"):
+    with caplog.at_level(logging.ERROR, logger="odradek.storage.log_dir_checkpoints"):
         manager = start([log_dir], config=cfg)
     messages = " ".join(r.getMessage() for r in caplog.records)
     assert "recovery-point-offset-checkpoint" in messages
