@@ -15,6 +15,8 @@ import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import odradek.source.Offsets;
+import odradek.source.TopicPartition;
 
 /**
  * One query's read: the pruned schema (Spark pushes the columns a query needs down through

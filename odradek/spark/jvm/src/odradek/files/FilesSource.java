@@ -11,6 +11,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import odradek.source.Schema;
 
 /**
  * {@code spark.read.format("odradek-files").option("log.dirs", ...).option("subscribe", t)

@@ -10,6 +10,8 @@ import java.util.Arrays;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import odradek.source.TopicPartition;
+import odradek.records.RecordDecoder;
 
 /**
  * What one partition directory holds now, fixed once on the driver (the Python {@code

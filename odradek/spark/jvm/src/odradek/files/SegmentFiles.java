@@ -14,6 +14,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
+import odradek.source.TopicPartition;
+import odradek.records.Bytes;
 
 /**
  * The files of a partition directory, read-only (the Python {@code storage.log_view}): this

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
@@ -17,7 +17,7 @@ import org.apache.spark.sql.types.StructType;
  * {@code timestampType} is 0 for CreateTime and 1 for LogAppendTime; {@code headers} (only with
  * {@code includeHeaders=true}) is null for a record without headers, as in Spark.
  */
-final class Schema {
+public final class Schema {
   static final ArrayType HEADERS =
       DataTypes.createArrayType(
           new StructType()
@@ -26,7 +26,7 @@ final class Schema {
 
   private Schema() {}
 
-  static StructType of(boolean includeHeaders) {
+  public static StructType of(boolean includeHeaders) {
     StructType schema =
         new StructType(
             new StructField[] {
