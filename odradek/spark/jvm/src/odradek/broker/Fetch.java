@@ -44,7 +44,8 @@ final class Fetch {
       int recordsAt,
       int recordsLength) {}
 
-  static Partition fetch(
+  /** The request for {@code topic}-{@code partition} from {@code offset}. */
+  static Request request(
       KafkaConnection conn,
       String topic,
       int partition,
@@ -56,7 +57,12 @@ final class Fetch {
     request.int32(-1).int32(maxWaitMs).int32(1).int32(maxBytes).int8(readCommitted ? 1 : 0);
     request.int32(1).string(topic).int32(1);
     request.int32(partition).int64(offset).int64(-1).int32(maxBytes);
-    Response r = conn.call(request);
+    return request;
+  }
+
+  /** The answer for {@code topic}-{@code partition} in the next response {@code conn} receives. */
+  static Partition receive(KafkaConnection conn, String topic, int partition) {
+    Response r = conn.receive();
     r.int32(); // throttle_time_ms
     Partition found = null;
     for (int t = r.count(); t > 0; t--) {

@@ -20,8 +20,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * fromOffset}; the task never reads past {@code untilOffset}.
  *
  * <ol>
- *   <li>Fetch from {@code position} (at most {@code fetch.max.bytes}). The response's records
- *       are decoded where they landed in the connection's buffer, entry by entry, by the shared
+ *   <li>Fetch from {@code position} (at most {@code fetch.max.bytes}). As soon as a response
+ *       with whole entries is in, the Fetch for the offset after its last whole entry is sent
+ *       (pipelined on the same connection), so the broker reads and sends the next records
+ *       while these are decoded; a range's last response asks for nothing more. The records are
+ *       decoded where they landed in the connection's buffer, entry by entry, by the shared
  *       {@link EntryDecoder} (CRC check, control batches and, with read_committed, the batches
  *       of the aborted transactions the response lists ({@link AbortedTransactions}) left out;
  *       only records in {@code [position, untilOffset)} become rows; {@code count(*)} decodes
@@ -56,6 +59,7 @@ public final class FetchReader implements PartitionReader<ColumnarBatch> {
   private int at;
   private int end;
   private EntryDecoder.Aborted aborted = EntryDecoder.NONE;
+  private long inFlight = -1; // the offset of a Fetch sent ahead and not yet received, or -1
 
   FetchReader(OffsetRange r, BrokerOptions options, StructType schema) {
     this.r = r;
@@ -108,9 +112,15 @@ public final class FetchReader implements PartitionReader<ColumnarBatch> {
   /** Steps 1-4 of the class comment: the next response's records, or progress past a loss. */
   private void fetch() {
     long before = position;
-    Fetch.Partition p =
-        Fetch.fetch(conn, r.topic(), r.partition(), position, fetchBytes, MAX_WAIT_MS,
-            options.readCommitted);
+    if (inFlight >= 0 && inFlight != position) {
+      Fetch.receive(conn, r.topic(), r.partition()); // sent ahead for an offset no longer wanted
+      inFlight = -1;
+    }
+    if (inFlight < 0) {
+      conn.send(request(position));
+    }
+    inFlight = -1;
+    Fetch.Partition p = Fetch.receive(conn, r.topic(), r.partition());
     buf = p.buf();
     at = p.recordsAt();
     end = p.recordsAt() + p.recordsLength();
@@ -130,7 +140,12 @@ public final class FetchReader implements PartitionReader<ColumnarBatch> {
       long size = (long) Bytes.i32(buf, at + 8) + Batches.LOG_OVERHEAD;
       if (size <= end - at) {
         deadline = System.nanoTime() + options.pollTimeout * 1_000_000L;
-        return; // a whole entry to decode
+        long next = afterWholeEntries();
+        if (next > position && next < r.untilOffset()) {
+          conn.send(request(next)); // step 1: the broker sends it while these are decoded
+          inFlight = next;
+        }
+        return;
       }
     }
     if (p.highWatermark() > position && p.recordsLength() > 0) {
@@ -155,6 +170,28 @@ public final class FetchReader implements PartitionReader<ColumnarBatch> {
               + ", the range ends at " + r.untilOffset() + "); set kafkaConsumer.pollTimeoutMs"
               + " to wait longer");
     }
+  }
+
+  private Request request(long offset) {
+    return Fetch.request(conn, r.topic(), r.partition(), offset, fetchBytes, MAX_WAIT_MS,
+        options.readCommitted);
+  }
+
+  /** The offset after the last whole entry of the current records (their headers only). */
+  private long afterWholeEntries() {
+    long next = -1;
+    for (int i = at; end - i >= Batches.LOG_OVERHEAD + 5; ) {
+      long size = (long) Bytes.i32(buf, i + 8) + Batches.LOG_OVERHEAD;
+      if (size < Batches.LEGACY_MIN_BYTES || size > end - i) {
+        break;
+      }
+      next = Bytes.i64(buf, i) + 1;
+      if (buf[i + Batches.MAGIC_OFFSET] == 2) {
+        next += Bytes.i32(buf, i + Batches.LAST_OFFSET_DELTA);
+      }
+      i += (int) size;
+    }
+    return next;
   }
 
   /** Where to go on after {@code position} was deleted (or fail, with failOnDataLoss). */

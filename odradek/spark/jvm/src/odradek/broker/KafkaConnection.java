@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import javax.net.ssl.SSLSocketFactory;
@@ -14,8 +15,9 @@ import javax.net.ssl.SSLSocketFactory;
  * One blocking connection to the broker's Kafka listener, as a task or the driver holds it: a
  * request is written whole, then its response read whole into a buffer that the connection
  * keeps and reuses (so a Fetch response's record bytes are decoded where they landed; they stay
- * valid until the next call). One request in flight at a time; the response's correlation id
- * must be the request's. Not thread-safe.
+ * valid until the next receive). Requests may be pipelined ({@link #send} before the previous
+ * response is read); responses come back in order, each correlation id checked against its
+ * request's. Not thread-safe.
  *
  * <p>With {@code kafka.security.protocol=SSL} the TCP connection is wrapped in TLS ({@link Tls}).
  * Connecting tries each {@code host:port} of {@code kafka.bootstrap.servers} in order (the
@@ -33,6 +35,7 @@ final class KafkaConnection implements AutoCloseable {
   private final String address;
   private byte[] buf = new byte[64 << 10];
   private int correlation;
+  private final ArrayDeque<Integer> pending = new ArrayDeque<>(); // sent, not yet received
 
   private KafkaConnection(Socket socket, String address) throws IOException {
     this.socket = socket;
@@ -90,10 +93,33 @@ final class KafkaConnection implements AutoCloseable {
    * header and valid until the next call.
    */
   Response call(Request request) {
-    int correlationId = correlation;
+    send(request);
+    return receive();
+  }
+
+  /**
+   * Writes {@code request} without waiting for its response: responses come back in request
+   * order, each read by one {@link #receive} (a task pipelines its next Fetch this way).
+   */
+  void send(Request request) {
     try {
       out.write(request.frame(), 0, request.size());
       out.flush();
+    } catch (IOException e) {
+      throw new UncheckedIOException("the broker at " + address + ": " + e.getMessage(), e);
+    }
+    pending.addLast(correlation);
+  }
+
+  /** Whether a request sent is still waiting for {@link #receive}. */
+  boolean awaiting() {
+    return !pending.isEmpty();
+  }
+
+  /** The response to the oldest request sent and not yet received. */
+  Response receive() {
+    int correlationId = pending.removeFirst();
+    try {
       int size = in.readInt();
       if (size < 4) {
         throw new ProtocolException(address + ": a response of " + size + " bytes");

@@ -2,6 +2,7 @@ package odradek.files;
 
 import java.util.Map;
 import java.util.Set;
+import odradek.source.Schema;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -11,7 +12,6 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import odradek.source.Schema;
 
 /**
  * {@code spark.read.format("odradek-files").option("log.dirs", ...).option("subscribe", t)

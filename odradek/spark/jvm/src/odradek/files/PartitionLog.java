@@ -8,10 +8,10 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import odradek.records.RecordDecoder;
+import odradek.source.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import odradek.source.TopicPartition;
-import odradek.records.RecordDecoder;
 
 /**
  * What one partition directory holds now, fixed once on the driver (the Python {@code

@@ -13,10 +13,10 @@ import odradek.records.Bytes;
 import odradek.records.Columns;
 import odradek.records.CorruptRecordException;
 import odradek.records.EntryDecoder;
+import odradek.source.DataLoss;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-import odradek.source.DataLoss;
 
 /**
  * One task: a {@link FileRange} → columnar batches of about 4096 rows (what the Python reader's
