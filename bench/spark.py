@@ -6,7 +6,10 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
 1. Fill: ``partitions`` topics of one partition each (``spark-read-<i>``) with ``read_records``
    100-byte random values in all, as pre-built 16 KiB batches over the native protocol
    (:func:`bench.fetch.fill_partition`). The read subscribes to all of them, so Spark plans one
-   task per topic-partition and reads in parallel.
+   task per topic-partition and reads in parallel. Those batches cycle through 16 distinct
+   ones, so Parquet dictionary-encodes the ~2,300 distinct values of its copy;
+   ``--set distinct_values=true`` fills with a fresh random value for every record instead
+   (``bench.spark_files._fill_distinct``), a Parquet copy as large as the segments.
 2. Warm-up (untimed): every operation below once on ``warmup_records`` rows, so Python worker
    start-up (~10 s for the first query of a session) and JIT land outside the figures.
 3. The read baseline's file (untimed): the topics read through ``odradek`` and written to
@@ -78,6 +81,7 @@ class Params:
     acks: str = "1"
     repeats: int = 3
     warmup_records: int = 200_000
+    distinct_values: bool = False  # every value random (else the 16 pre-built batches, cycled)
 
     @classmethod
     def quick(cls) -> Params:
@@ -94,7 +98,12 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     broker = BrokerProcess([scratch / "logs"], overrides=["log.retention.ms=-1"]).start()
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
-        read_topics, records = _fill(broker, params)
+        if params.distinct_values:
+            from bench.spark_files import _fill_distinct
+
+            read_topics, records = _fill_distinct(broker, params)
+        else:
+            read_topics, records = _fill(broker, params)
         say("starting Spark (local[2])")
         # No console progress bars (read when the JVM starts) between the runner's lines.
         os.environ.setdefault("PYSPARK_SUBMIT_ARGS", _NO_PROGRESS_BARS)
