@@ -221,3 +221,13 @@ def test_aborted_transactions_are_left_out_as_a_consumer_does(spark: Any) -> Non
         ((7, 30, False), False),
     ]
     assert [aborted.skip(*batch) for batch, _ in walk] == [skip for _, skip in walk]
+
+
+def test_streaming_is_refused(spark: Any, wire: Wire, mixed: str) -> None:
+    stream = (
+        spark.readStream.format("odradek-jvm")
+        .option("kafka.bootstrap.servers", bootstrap(wire))
+        .option("subscribe", mixed)
+    )
+    with pytest.raises(Exception, match="odradek-jvm does not support streamed reading"):
+        stream.load()

@@ -72,8 +72,9 @@ public final class BrokerOptions extends ReadOptions {
           "format(\"odradek-jvm\") reads through the broker; log directories are read by"
               + " format(\"odradek-files\")");
     }
-    String name = options.get("kafka.bootstrap.servers") != null
-        ? "kafka.bootstrap.servers" : "bootstrap.servers";
+    // the Python source's precedence: bootstrap.servers, then kafka.bootstrap.servers
+    String name = options.get("bootstrap.servers") != null
+        ? "bootstrap.servers" : "kafka.bootstrap.servers";
     String raw = options.get(name);
     List<String> servers = new ArrayList<>();
     if (raw == null) {
