@@ -13,6 +13,8 @@ final class Response {
   final byte[] b;
   int p;
   final int end;
+  /** The length {@link #bytes} read last (-1: null). */
+  int lastLength;
 
   Response(byte[] b, int p, int end) {
     this.b = b;
@@ -74,6 +76,4 @@ final class Response {
     lastLength = int32();
     return lastLength < 0 ? p : take(lastLength);
   }
-
-  int lastLength;
 }

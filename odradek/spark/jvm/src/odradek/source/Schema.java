@@ -1,5 +1,7 @@
 package odradek.source;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -25,6 +27,22 @@ public final class Schema {
               .add("value", DataTypes.BinaryType));
 
   private Schema() {}
+
+  /**
+   * The columns of {@code full} that {@code required} names, as Spark pushes them down
+   * ({@code SupportsPushDownRequiredColumns}), in {@code required}'s order; {@code count(*)}
+   * requires none.
+   */
+  public static StructType prune(StructType full, StructType required) {
+    List<StructField> kept = new ArrayList<>();
+    List<String> names = List.of(full.fieldNames());
+    for (StructField f : required.fields()) {
+      if (names.contains(f.name())) {
+        kept.add(full.apply(f.name()));
+      }
+    }
+    return new StructType(kept.toArray(new StructField[0]));
+  }
 
   public static StructType of(boolean includeHeaders) {
     StructType schema =
