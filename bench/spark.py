@@ -6,7 +6,10 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
 1. Fill: ``partitions`` topics of one partition each (``spark-read-<i>``) with ``read_records``
    100-byte random values in all, as pre-built 16 KiB batches over the native protocol
    (:func:`bench.fetch.fill_partition`). The read subscribes to all of them, so Spark plans one
-   task per topic-partition and reads in parallel.
+   task per topic-partition and reads in parallel. Those batches cycle through 16 distinct
+   ones, so Parquet dictionary-encodes the ~2,300 distinct values of its copy;
+   ``--set distinct_values=true`` fills with a fresh random value for every record instead
+   (``bench.spark_files._fill_distinct``), a Parquet copy as large as the segments.
 2. Warm-up (untimed): every operation below once on ``warmup_records`` rows, so Python worker
    start-up (~10 s for the first query of a session) and JIT land outside the figures.
 3. The read baseline's file (untimed): the topics read through ``odradek`` and written to
@@ -24,6 +27,10 @@ workers on this interpreter: the session of the Spark tests, docs/spark.md):
    * ``odradek-files read``: the same query through ``format("odradek-files")``, the JVM
      reader of the log directories (odradek/spark/jvm), reading the running broker's
      ``log.dirs`` (the topics are complete: nothing is appended during the reads).
+   * ``odradek-jvm read``: the same query through ``format("odradek-jvm")``, the JVM reader
+     that fetches the topics from the running broker over Kafka's wire protocol
+     (odradek/spark/jvm/src/odradek/broker): the broker-backed read with no Python in the
+     data path.
    * ``odradek batch write``: ``write_records`` generated rows (``value`` = 100 random
      alphanumeric bytes, ``randstr``; ``write_partitions`` Spark tasks) with
      ``df.write.format("odradek").mode("append")`` into a new topic of ``partitions``
@@ -74,6 +81,7 @@ class Params:
     acks: str = "1"
     repeats: int = 3
     warmup_records: int = 200_000
+    distinct_values: bool = False  # every value random (else the 16 pre-built batches, cycled)
 
     @classmethod
     def quick(cls) -> Params:
@@ -90,7 +98,12 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     broker = BrokerProcess([scratch / "logs"], overrides=["log.retention.ms=-1"]).start()
     try:
         say(f"filling {params.partitions} topics with {params.read_records:,} records")
-        read_topics, records = _fill(broker, params)
+        if params.distinct_values:
+            from bench.spark_files import _fill_distinct
+
+            read_topics, records = _fill_distinct(broker, params)
+        else:
+            read_topics, records = _fill(broker, params)
         say("starting Spark (local[2])")
         # No console progress bars (read when the JVM starts) between the runner's lines.
         os.environ.setdefault("PYSPARK_SUBMIT_ARGS", _NO_PROGRESS_BARS)
@@ -113,6 +126,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
                 runs[f"parquet read {query}"] = partial(bench.read_parquet, read_pq, records, query)
                 runs[f"ceiling read {query}"] = partial(bench.read_ceiling, records, query)
                 runs[f"files read {query}"] = partial(bench.read_files, read_topics, records, query)
+                runs[f"jvm read {query}"] = partial(bench.read_jvm, read_topics, records, query)
             runs["odradek write"] = lambda: bench.write_odradek(params.write_records)
             runs["parquet write"] = lambda: bench.write_parquet(params.write_records)
             samples = interleaved(runs, params.repeats)
@@ -146,6 +160,7 @@ def _figures(params: Params, records: int, samples: dict[str, list[float]]) -> l
             ("odradek", "odradek batch read"),
             ("ceiling", "ceiling read"),
             ("files", "odradek-files read"),
+            ("jvm", "odradek-jvm read"),
         )
         for name, label in labels:
             mine = [records / s for s in samples[f"{name} read {query}"]]
@@ -240,6 +255,17 @@ class _SparkBench:
     def read_files(self, topics: list[str], rows: int, query: str = "count") -> float:
         return self._query(self._files_df(topics), rows, query, query)
 
+    def _jvm_df(self, topics: list[str]) -> Any:
+        return (
+            self.spark.read.format("odradek-jvm")
+            .option("kafka.bootstrap.servers", self.broker.bootstrap)
+            .option("subscribe", ",".join(topics))
+            .load()
+        )
+
+    def read_jvm(self, topics: list[str], rows: int, query: str = "count") -> float:
+        return self._query(self._jvm_df(topics), rows, query, query)
+
     def read_ceiling(self, rows: int, query: str = "count") -> float:
         df = (
             self.spark.read.format("odradek-ceiling")
@@ -312,6 +338,7 @@ class _SparkBench:
             self._query(self._odradek_df([self._last_topic]), rows, query, None)
             self.read_ceiling(rows, query)
             self._query(self._files_df([self._last_topic]), rows, query, None)
+            self._query(self._jvm_df([self._last_topic]), rows, query, None)
         path = self.scratch / "warm-up.parquet"
         self.write_parquet(rows, path=path)
         # (value only: the "all" query is warmed on the read baseline's copy, when it is made)

@@ -15,9 +15,10 @@ and call ``register`` once per session: odradek installs one top-level name, ``o
 PySpark's automatic lookup (top-level modules named ``pyspark_*``) does not see it. See
 docs/spark.md.
 
-Log directories are read with no broker by a JVM data source shipped in the same package,
-``format("odradek-files")`` (sources in ``odradek/spark/jvm``): put :func:`jar_path` on
-``spark.jars`` when the session starts.
+Two JVM data sources ship in the same package (sources in ``odradek/spark/jvm``), batch reads
+only: ``format("odradek-jvm")`` reads topics through the broker (Kafka's wire protocol,
+columnar), ``format("odradek-files")`` reads log directories with no broker. Put
+:func:`jar_path` on ``spark.jars`` when the session starts.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ JAR_NAME = "odradek-spark.jar"
 
 
 def jar_path() -> str:
-    """The jar of the JVM data source ``format("odradek-files")`` (reading log directories
-    with no broker): give it to Spark before the session starts, e.g.
+    """The jar of the JVM data sources ``format("odradek-jvm")`` (reading through the broker)
+    and ``format("odradek-files")`` (reading log directories with no broker): give it to
+    Spark before the session starts, e.g.
     ``SparkSession.builder.config("spark.jars", odradek.spark.jar_path())`` or
     ``spark-submit --jars $(python -c 'import odradek.spark as s; print(s.jar_path())')``.
 

@@ -1,4 +1,6 @@
-"""Build ``odradek/spark/jars/odradek-spark.jar``, the ``odradek-files`` Spark data source (JVM).
+"""Build ``odradek/spark/jars/odradek-spark.jar``: the ``odradek-jvm`` and ``odradek-files`` Spark
+data sources (JVM; sources under ``src/odradek/``: ``broker/`` and ``files/`` the two readers,
+``source/`` their shared options and offset planning, ``records/`` their shared decoding).
 
 Run by ``make install`` and by ``setup.py``'s ``build_py`` (so a ``pip install`` of the sdist
 builds it where it can)::
@@ -13,9 +15,9 @@ Steps:
    compiled C helpers are, and an sdist already carries a built jar.
 2. ``javac --release 17`` the sources under ``src/`` into a temporary directory.
 3. Write the jar with :mod:`zipfile`: the classes, ``resources/`` (the ``DataSourceRegister``
-   service file that maps the short name ``odradek-files`` to its class) and a manifest; every
-   entry dated 1980-01-01, so the same sources give the same bytes. It is written to
-   ``*.tmp`` and renamed into place.
+   service file that maps the short names ``odradek-jvm`` and ``odradek-files`` to their
+   classes) and a manifest; every entry dated 1980-01-01, so the same sources give the same
+   bytes. It is written to ``*.tmp`` and renamed into place.
 
 ``--if-stale``: do nothing when the jar is newer than every source file. ``--require``: exit 1
 when the jar cannot be built (``make install``; ``setup.py`` does without).

@@ -5,6 +5,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import odradek.source.Offsets;
 
 /**
  * Offset ranges → one task per segment or byte range of a segment (the Python {@code

@@ -4,6 +4,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
+import odradek.source.Offsets;
+import odradek.source.Schema;
+import odradek.source.TopicPartition;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -12,7 +15,6 @@ import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
@@ -48,13 +50,7 @@ public final class FilesScan implements Scan, Batch {
 
     @Override
     public void pruneColumns(StructType requiredSchema) {
-      List<StructField> kept = new ArrayList<>();
-      for (StructField f : requiredSchema.fields()) {
-        if (List.of(full.fieldNames()).contains(f.name())) {
-          kept.add(full.apply(f.name()));
-        }
-      }
-      required = new StructType(kept.toArray(new StructField[0]));
+      required = Schema.prune(full, requiredSchema);
     }
 
     @Override

@@ -2,6 +2,7 @@ package odradek.files;
 
 import java.util.Map;
 import java.util.Set;
+import odradek.source.Schema;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;

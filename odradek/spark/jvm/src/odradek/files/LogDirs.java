@@ -9,6 +9,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import odradek.source.Cluster;
+import odradek.source.DataLoss;
+import odradek.source.Offsets;
+import odradek.source.OptionError;
+import odradek.source.TopicPartition;
 
 /**
  * The driver's view of {@code log.dirs}: which partitions exist (one directory {@code
@@ -16,7 +21,7 @@ import java.util.TreeMap;
  * PartitionLog}, loaded once per planning. It answers the questions the planning rules ask
  * (topics and partition counts, ListOffsets) from the files.
  */
-final class LogDirs {
+final class LogDirs implements Cluster {
   private final List<Path> roots = new ArrayList<>();
   private final TreeMap<TopicPartition, Path> where = new TreeMap<>();
   private final Map<TopicPartition, PartitionLog> logs = new HashMap<>();
@@ -70,7 +75,8 @@ final class LogDirs {
   }
 
   /** Every topic and its number of partitions (one past its highest partition directory). */
-  Map<String, Integer> topics() {
+  @Override
+  public Map<String, Integer> topics() {
     Map<String, Integer> counts = new TreeMap<>();
     for (TopicPartition tp : where.keySet()) {
       counts.merge(tp.topic(), tp.partition() + 1, Math::max);
@@ -82,6 +88,20 @@ final class LogDirs {
    * ListOffsets: {@link Offsets#EARLIEST}, {@link Offsets#LATEST}, else the first offset whose
    * record timestamp is at least the value (null when none is that recent, or no directory).
    */
+  @Override
+  public Map<TopicPartition, Long> listOffsets(Map<TopicPartition, Long> query) {
+    Map<TopicPartition, Long> answers = new HashMap<>();
+    for (Map.Entry<TopicPartition, Long> e : query.entrySet()) {
+      answers.put(e.getKey(), listOffset(e.getKey(), e.getValue()));
+    }
+    return answers;
+  }
+
+  @Override
+  public String where() {
+    return DataLoss.LOG_DIRS;
+  }
+
   Long listOffset(TopicPartition tp, long what) {
     if (!where.containsKey(tp)) {
       return null;

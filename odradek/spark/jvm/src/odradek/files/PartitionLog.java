@@ -8,6 +8,8 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import odradek.records.RecordDecoder;
+import odradek.source.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -9,6 +9,11 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.LinkedHashSet;
 import java.util.List;
+import odradek.records.Bytes;
+import odradek.records.Columns;
+import odradek.records.CorruptRecordException;
+import odradek.records.EntryDecoder;
+import odradek.source.DataLoss;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
@@ -29,12 +34,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  *       replacement (compaction keeps offsets, not positions), read from its start, by offsets
  *       only, up to its first entry at or past {@code untilOffset}; no file at all is data loss
  *       ({@code failOnDataLoss}).
- *   <li>Each entry is read whole (a larger one than a chunk gets a larger buffer), its CRC
- *       checked; batches of aborted transactions ({@code .txnindex}, planned per task), control
- *       batches and batches wholly outside {@code [fromOffset, untilOffset)} are skipped;
- *       compressed batches are decompressed here. When the read schema needs no per-record
- *       column ({@code count(*)}), a batch wholly inside the range counts its header's record
- *       count and is neither decompressed nor decoded.
+ *   <li>Each entry is read whole (a larger one than a chunk gets a larger buffer) and handed to
+ *       the shared {@link EntryDecoder} (CRC check, skipping, decompression, decoding; the
+ *       broker reader uses the same one), with the aborted transactions of the segment's {@code
+ *       .txnindex} (planned per task) to leave out.
  *   <li>The walk must land exactly on {@code endPosition}: an entry that runs past it, or a file
  *       that ends before it, means the file is not what was planned (a {@link
  *       CorruptRecordException} naming the file and position).
@@ -49,7 +52,8 @@ public final class RangeReader implements PartitionReader<ColumnarBatch> {
 
   private final FileRange r;
   private final Columns columns;
-  private final RecordDecoder decoder = new RecordDecoder();
+  private final EntryDecoder decoder;
+  private final EntryDecoder.Aborted aborted;
   private FileChannel channel;
   private boolean exact;
   private long end;
@@ -64,6 +68,8 @@ public final class RangeReader implements PartitionReader<ColumnarBatch> {
   RangeReader(FileRange r, FilesOptions options, StructType schema) {
     this.r = r;
     this.columns = new Columns(schema, r.topic(), r.partition());
+    this.decoder = new EntryDecoder(columns);
+    this.aborted = (producerId, baseOffset, control) -> r.isAborted(producerId, baseOffset);
     this.buf = new byte[(int) Math.min(options.chunkBytes, Math.max(r.endPosition() - r.startPosition(), 64))];
     try {
       open(options.failOnDataLoss);
@@ -109,7 +115,8 @@ public final class RangeReader implements PartitionReader<ColumnarBatch> {
         failOnDataLoss,
         r.topic() + "-" + r.partition() + ": segment " + r.path()
             + " was deleted after the read was planned; offsets " + r.fromOffset() + " to "
-            + (r.untilOffset() - 1) + " are lost.");
+            + (r.untilOffset() - 1) + " are lost.",
+        DataLoss.LOG_DIRS);
     done = true;
   }
 
@@ -209,98 +216,14 @@ public final class RangeReader implements PartitionReader<ColumnarBatch> {
     return want;
   }
 
-  private void entry(int size) throws IOException {
-    int magic = buf[at + Entries.MAGIC_OFFSET];
-    if (magic != 2) {
-      legacy(size);
-      return;
-    }
-    long base = Bytes.i64(buf, at);
-    if (size < Entries.HEADER_SIZE) {
-      throw corrupt("record batch at offset " + base + " is too short");
-    }
-    String problem = Entries.invalid(buf, at, size);
-    if (problem != null) {
-      throw corrupt(problem);
-    }
-    if (base >= r.untilOffset()) {
-      done = !exact; // a replacement file is read up to its first entry past the range
-      return;
-    }
-    int attributes = Bytes.i16(buf, at + 21);
-    long last = base + Bytes.i32(buf, at + 23);
-    int count = Bytes.i32(buf, at + 57);
-    if (last < r.fromOffset() || (attributes & 0x20) != 0 || count <= 0) {
-      return;
-    }
-    if ((attributes & 0x10) != 0 && r.isAborted(Bytes.i64(buf, at + 43), base)) {
-      return;
-    }
-    if (!columns.perRecord && base >= r.fromOffset() && last < r.untilOffset()) {
-      columns.rows += count;
-      return;
-    }
-    long baseTimestamp = Bytes.i64(buf, at + 27);
-    long append = (attributes & 0x08) != 0 ? Bytes.i64(buf, at + 35) : -1;
-    int codec = attributes & 0x07;
+  private void entry(int size) {
     try {
-      if (codec == 0) {
-        decoder.decode(buf, at + Entries.HEADER_SIZE, at + size, count, base, baseTimestamp,
-            append, r.fromOffset(), r.untilOffset(), columns);
-      } else {
-        byte[] body;
-        try {
-          body = Codecs.decompress(codec, buf, at + Entries.HEADER_SIZE, size - Entries.HEADER_SIZE);
-        } catch (IOException e) {
-          throw new CorruptRecordException("record batch at offset " + base + ": " + e);
-        }
-        decoder.decode(body, 0, body.length, count, base, baseTimestamp, append,
-            r.fromOffset(), r.untilOffset(), columns);
-      }
+      decoder.decode(buf, at, size, r.fromOffset(), r.untilOffset(), aborted);
     } catch (CorruptRecordException e) {
       throw corrupt(e.getMessage());
     }
-  }
-
-  private void legacy(int size) throws IOException {
-    List<LegacyDecoder.Message> messages;
-    try {
-      messages = LegacyDecoder.decode(buf, at, size);
-    } catch (CorruptRecordException | IOException e) {
-      throw corrupt(e.getMessage());
-    }
-    columns.reserve(messages.size());
-    for (LegacyDecoder.Message m : messages) {
-      if (m.offset() < r.fromOffset() || m.offset() >= r.untilOffset()) {
-        continue;
-      }
-      int row = columns.rows++;
-      put(columns.key, row, m.key());
-      put(columns.value, row, m.value());
-      if (columns.offset != null) {
-        columns.offset.putLong(row, m.offset());
-      }
-      if (columns.timestamp != null) {
-        columns.timestamp.putLong(row, m.timestamp() * 1000);
-      }
-      if (columns.timestampType != null) {
-        columns.timestampType.putInt(row, m.timestampType());
-      }
-      if (columns.headers != null) {
-        columns.headers.putNull(row); // legacy messages have no headers
-      }
-    }
-  }
-
-  private static void put(
-      org.apache.spark.sql.execution.vectorized.WritableColumnVector v, int row, byte[] bytes) {
-    if (v == null) {
-      return;
-    }
-    if (bytes == null) {
-      v.putNull(row);
-    } else {
-      v.putByteArray(row, bytes, 0, bytes.length);
+    if (buf[at + Entries.MAGIC_OFFSET] == 2 && Bytes.i64(buf, at) >= r.untilOffset()) {
+      done = !exact; // a replacement file is read up to its first entry past the range
     }
   }
 

@@ -2,18 +2,20 @@ package odradek.files;
 
 import java.io.IOException;
 import java.io.Serializable;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.nio.channels.FileChannel;
-import java.nio.file.StandardOpenOption;
+import odradek.records.Bytes;
+import odradek.source.TopicPartition;
 
 /**
  * The files of a partition directory, read-only (the Python {@code storage.log_view}): this

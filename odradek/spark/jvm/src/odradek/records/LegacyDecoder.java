@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -33,7 +33,7 @@ final class LegacyDecoder {
 
   /** The messages of the validated shallow entry at {@code b[at, at + size)}. */
   static List<Message> decode(byte[] b, int at, int size) throws IOException {
-    String problem = Entries.invalid(b, at, size);
+    String problem = Batches.invalid(b, at, size);
     if (problem != null) {
       throw new CorruptRecordException(problem);
     }
@@ -54,14 +54,14 @@ final class LegacyDecoder {
     List<long[]> heads = new ArrayList<>(); // offset, timestamp
     List<byte[][]> bodies = new ArrayList<>();
     for (int p = 0; p < inner.length; ) {
-      if (inner.length - p < Entries.LEGACY_MIN_BYTES) {
+      if (inner.length - p < Batches.LEGACY_MIN_BYTES) {
         throw new CorruptRecordException("legacy wrapper at offset " + offset + ": cut short");
       }
-      int innerSize = Bytes.i32(inner, p + 8) + Entries.LOG_OVERHEAD;
-      if (innerSize < Entries.LEGACY_MIN_BYTES || innerSize > inner.length - p) {
+      int innerSize = Bytes.i32(inner, p + 8) + Batches.LOG_OVERHEAD;
+      if (innerSize < Batches.LEGACY_MIN_BYTES || innerSize > inner.length - p) {
         throw new CorruptRecordException("legacy wrapper at offset " + offset + ": bad inner size");
       }
-      String bad = Entries.invalid(inner, p, innerSize);
+      String bad = Batches.invalid(inner, p, innerSize);
       if (bad != null || inner[p + 16] != magic || (inner[p + 17] & 0x07) != 0) {
         throw new CorruptRecordException(
             "legacy wrapper at offset " + offset + ": bad inner message" + (bad == null ? "" : ": " + bad));

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
@@ -19,7 +19,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * arrays and each row points into it ({@link RecordDecoder}), so no object and no copy is made
  * per record.
  */
-final class Columns implements AutoCloseable {
+public final class Columns implements AutoCloseable {
   private static final int INITIAL_ROWS = 4096;
 
   final StructType schema;
@@ -30,15 +30,15 @@ final class Columns implements AutoCloseable {
   final WritableColumnVector timestampType;
   final WritableColumnVector headers;
   /** Whether any column needs the records themselves (false: counting rows is enough). */
-  final boolean perRecord;
+  public final boolean perRecord;
 
   private final UTF8String topicValue;
   private final int partitionValue;
   private final WritableColumnVector[] all;
-  int rows;
+  public int rows;
   private int capacity = INITIAL_ROWS;
 
-  Columns(StructType schema, String topic, int partition) {
+  public Columns(StructType schema, String topic, int partition) {
     this.schema = schema;
     this.topicValue = UTF8String.fromString(topic);
     this.partitionValue = partition;
@@ -78,7 +78,7 @@ final class Columns implements AutoCloseable {
     }
   }
 
-  void reset() {
+  public void reset() {
     rows = 0;
     for (WritableColumnVector v : all) {
       if (v != null) {
@@ -88,7 +88,7 @@ final class Columns implements AutoCloseable {
   }
 
   /** The current rows as a batch in the read schema's column order. */
-  ColumnarBatch batch() {
+  public ColumnarBatch batch() {
     ColumnVector[] vectors = new ColumnVector[schema.fields().length];
     for (int i = 0; i < vectors.length; i++) {
       StructField f = schema.fields()[i];

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import java.io.Serializable;
 

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 import java.io.IOException;
 import java.util.Arrays;

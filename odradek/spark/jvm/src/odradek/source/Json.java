@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;

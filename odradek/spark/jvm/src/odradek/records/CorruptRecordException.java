@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 /** Bytes that should hold valid entries do not: the message names the file and position. */
 public final class CorruptRecordException extends RuntimeException {

@@ -1,5 +1,7 @@
-package odradek.files;
+package odradek.source;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
@@ -17,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
  * {@code timestampType} is 0 for CreateTime and 1 for LogAppendTime; {@code headers} (only with
  * {@code includeHeaders=true}) is null for a record without headers, as in Spark.
  */
-final class Schema {
+public final class Schema {
   static final ArrayType HEADERS =
       DataTypes.createArrayType(
           new StructType()
@@ -26,7 +28,23 @@ final class Schema {
 
   private Schema() {}
 
-  static StructType of(boolean includeHeaders) {
+  /**
+   * The columns of {@code full} that {@code required} names, as Spark pushes them down
+   * ({@code SupportsPushDownRequiredColumns}), in {@code required}'s order; {@code count(*)}
+   * requires none.
+   */
+  public static StructType prune(StructType full, StructType required) {
+    List<StructField> kept = new ArrayList<>();
+    List<String> names = List.of(full.fieldNames());
+    for (StructField f : required.fields()) {
+      if (names.contains(f.name())) {
+        kept.add(full.apply(f.name()));
+      }
+    }
+    return new StructType(kept.toArray(new StructField[0]));
+  }
+
+  public static StructType of(boolean includeHeaders) {
     StructType schema =
         new StructType(
             new StructField[] {

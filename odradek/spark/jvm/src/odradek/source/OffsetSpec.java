@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import java.io.Serializable;
 import java.util.HashSet;
@@ -13,7 +13,7 @@ import java.util.Set;
  * offsets option: {@code <which>Timestamp}, then {@code <which>OffsetsByTimestamp}, then {@code
  * <which>Offsets}.
  */
-final class OffsetSpec implements Serializable {
+public final class OffsetSpec implements Serializable {
   private static final long serialVersionUID = 1L;
 
   final String option;

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 /**
  * An invalid option of the {@code odradek-files} source. The message starts with

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -26,21 +26,21 @@ import java.util.TreeSet;
  *       least one). Pieces differ by at most one offset; empty ranges are dropped.
  * </ol>
  */
-final class Offsets {
-  static final long EARLIEST = -2;
-  static final long LATEST = -1;
+public final class Offsets {
+  public static final long EARLIEST = -2;
+  public static final long LATEST = -1;
 
   private Offsets() {}
 
   /** Records {@code from <= offset < until} of one topic-partition. */
-  record Range(TopicPartition tp, long from, long until) {
-    long size() {
+  public record Range(TopicPartition tp, long from, long until) {
+    public long size() {
       return Math.max(0, until - from);
     }
   }
 
-  static List<TopicPartition> discover(LogDirs dirs, Subscription s) {
-    Map<String, Integer> topics = dirs.topics();
+  public static List<TopicPartition> discover(Cluster cluster, Subscription s) {
+    Map<String, Integer> topics = cluster.topics();
     TreeSet<TopicPartition> out = new TreeSet<>();
     switch (s.kind) {
       case SUBSCRIBE -> {
@@ -81,25 +81,28 @@ final class Offsets {
     return new ArrayList<>(out);
   }
 
-  static List<Range> ranges(LogDirs dirs, FilesOptions o, List<TopicPartition> tps) {
-    Map<TopicPartition, Long> start = resolve(dirs, o.starting, tps, o.startingNoMatchIsError);
-    Map<TopicPartition, Long> end = resolve(dirs, o.ending, tps, false);
+  public static List<Range> ranges(Cluster cluster, ReadOptions o, List<TopicPartition> tps) {
+    Map<TopicPartition, Long> earliest = cluster.listOffsets(all(tps, EARLIEST));
+    Map<TopicPartition, Long> latest = cluster.listOffsets(all(tps, LATEST));
+    Map<TopicPartition, Long> start = resolve(cluster, o.starting, tps, o.startingNoMatchIsError);
+    Map<TopicPartition, Long> end = resolve(cluster, o.ending, tps, false);
     List<Range> out = new ArrayList<>();
     for (TopicPartition tp : tps) {
-      long earliest = dirs.listOffset(tp, EARLIEST);
-      long latest = dirs.listOffset(tp, LATEST);
       long low = start.get(tp);
       long high = end.get(tp);
-      if (low < earliest) {
+      long first = known(earliest, tp);
+      if (low < first) {
         DataLoss.report(
             o.failOnDataLoss,
             o.starting.option + ": " + tp + " starts at " + low + ", but its earliest offset is "
-                + earliest + ".");
-        low = earliest;
+                + first + ".",
+            cluster.where());
+        low = first;
       }
-      if (high > latest) {
+      long last = known(latest, tp);
+      if (high > last) {
         throw new OptionError(
-            o.ending.option, tp + " ends at " + high + ", after its latest offset " + latest);
+            o.ending.option, tp + " ends at " + high + ", after its latest offset " + last);
       }
       if (high < low) {
         throw new OptionError(
@@ -110,11 +113,27 @@ final class Offsets {
     return out;
   }
 
+  private static Map<TopicPartition, Long> all(List<TopicPartition> tps, long what) {
+    Map<TopicPartition, Long> query = new TreeMap<>();
+    for (TopicPartition tp : tps) {
+      query.put(tp, what);
+    }
+    return query;
+  }
+
+  private static long known(Map<TopicPartition, Long> answers, TopicPartition tp) {
+    Long answer = answers.get(tp);
+    if (answer == null) {
+      throw new IllegalStateException(tp + ": no log start or end offset (the partition is gone)");
+    }
+    return answer;
+  }
+
   private static Map<TopicPartition, Long> resolve(
-      LogDirs dirs, OffsetSpec spec, List<TopicPartition> tps, boolean noMatchIsError) {
+      Cluster cluster, OffsetSpec spec, List<TopicPartition> tps, boolean noMatchIsError) {
     checkNamed(spec, tps);
     Map<TopicPartition, Long> result = new TreeMap<>();
-    List<TopicPartition> unmatched = new ArrayList<>();
+    Map<TopicPartition, Long> ask = new TreeMap<>();
     for (TopicPartition tp : tps) {
       long value;
       if (spec.fixed != null) {
@@ -126,9 +145,14 @@ final class Offsets {
       }
       if (value >= 0 && !spec.byTimestamp()) {
         result.put(tp, value);
-        continue;
+      } else {
+        ask.put(tp, value);
       }
-      Long answer = dirs.listOffset(tp, value);
+    }
+    Map<TopicPartition, Long> answers = ask.isEmpty() ? Map.of() : cluster.listOffsets(ask);
+    List<TopicPartition> unmatched = new ArrayList<>();
+    for (TopicPartition tp : ask.keySet()) {
+      Long answer = answers.get(tp);
       if (answer != null) {
         result.put(tp, answer);
       } else {
@@ -143,9 +167,10 @@ final class Offsets {
                 + String.join(", ", unmatched.stream().map(TopicPartition::toString).toList())
                 + " (set startingOffsetsByTimestampStrategy=latest to start at the end)");
       }
+      Map<TopicPartition, Long> latest = cluster.listOffsets(all(unmatched, LATEST));
       for (TopicPartition tp : unmatched) {
-        Long latest = dirs.listOffset(tp, LATEST);
-        result.put(tp, latest == null ? 0 : latest);
+        Long end = latest.get(tp);
+        result.put(tp, end == null ? 0 : end);
       }
     } else if (!unmatched.isEmpty()) {
       throw new OptionError(
@@ -180,7 +205,7 @@ final class Offsets {
     }
   }
 
-  static List<Range> split(List<Range> ranges, Long minPartitions, Long maxRecords) {
+  public static List<Range> split(List<Range> ranges, Long minPartitions, Long maxRecords) {
     List<Range> out = new ArrayList<>();
     for (Range r : ranges) {
       if (r.size() > 0) {

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.source;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -8,10 +8,10 @@ import java.util.Map;
  * keys of a {@code CaseInsensitiveStringMap}), with the integer and boolean rules of the Python
  * source's {@code options} module: errors name the option as a user spells it.
  */
-final class Options {
+public final class Options {
   private final Map<String, String> lowered = new HashMap<>();
 
-  Options(Map<String, String> options) {
+  public Options(Map<String, String> options) {
     for (Map.Entry<String, String> e : options.entrySet()) {
       if (e.getValue() != null) {
         lowered.put(e.getKey().toLowerCase(java.util.Locale.ROOT), e.getValue());
@@ -19,12 +19,12 @@ final class Options {
     }
   }
 
-  String get(String name) {
+  public String get(String name) {
     return lowered.get(name.toLowerCase(java.util.Locale.ROOT));
   }
 
   /** The integer value of {@code name}, or null when absent; at least {@code minimum}. */
-  Long longValue(String name, Long minimum) {
+  public Long longValue(String name, Long minimum) {
     String raw = get(name);
     if (raw == null) {
       return null;
@@ -42,7 +42,7 @@ final class Options {
     return value;
   }
 
-  boolean bool(String name, boolean fallback) {
+  public boolean bool(String name, boolean fallback) {
     String raw = get(name);
     if (raw == null) {
       return fallback;

@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
@@ -22,14 +22,14 @@ import org.xerial.snappy.Snappy;
  *   4 zstd    a zstd frame (zstd-jni)
  * </pre>
  */
-final class Codecs {
+public final class Codecs {
   private static final byte[] XERIAL_MAGIC = {(byte) 0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
   private static final int XERIAL_HEADER_BYTES = 16;
 
   private Codecs() {}
 
   /** The decompressed bytes of {@code b[at, at + length)}; a bad input is an IOException. */
-  static byte[] decompress(int codec, byte[] b, int at, int length) throws IOException {
+  public static byte[] decompress(int codec, byte[] b, int at, int length) throws IOException {
     switch (codec) {
       case 1:
         return drain(new GZIPInputStream(new ByteArrayInputStream(b, at, length), 64 << 10));

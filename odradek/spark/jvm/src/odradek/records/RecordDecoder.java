@@ -1,4 +1,4 @@
-package odradek.files;
+package odradek.records;
 
 import java.io.IOException;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
@@ -33,7 +33,7 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
  * timestamp for every record of a LogAppendTime batch ({@code timestampType} 1), else base
  * timestamp + delta (0); in the vector as microseconds. Not thread-safe: one per task.
  */
-final class RecordDecoder {
+public final class RecordDecoder {
   private byte[] b;
   private int p;
 
@@ -216,8 +216,8 @@ final class RecordDecoder {
    * The first offset at or after {@code minOffset} in the entry {@code data} (one whole entry)
    * whose record timestamp is at least {@code timestampMs}, or null (ListOffsets by time).
    */
-  static Long firstAtTimestamp(byte[] data, long timestampMs, long minOffset) throws IOException {
-    if (data[Entries.MAGIC_OFFSET] != 2) {
+  public static Long firstAtTimestamp(byte[] data, long timestampMs, long minOffset) throws IOException {
+    if (data[Batches.MAGIC_OFFSET] != 2) {
       for (LegacyDecoder.Message m : LegacyDecoder.decode(data, 0, data.length)) {
         if (m.timestamp() >= timestampMs && m.offset() >= minOffset) {
           return m.offset();
@@ -235,7 +235,7 @@ final class RecordDecoder {
     boolean appendTime = (attributes & 0x08) != 0;
     int count = Bytes.i32(data, 57);
     byte[] body = data;
-    int pos = Entries.HEADER_SIZE;
+    int pos = Batches.HEADER_SIZE;
     int end = data.length;
     if ((attributes & 0x07) != 0) {
       body = Codecs.decompress(attributes & 0x07, data, pos, end - pos);
