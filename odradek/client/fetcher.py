@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from odradek.client.config import ConsumerConfig
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
-from odradek.client.records import BatchCursor, DecodedRecords
+from odradek.client.records import BatchCursor, LazyRecords
 from odradek.client.types import (
     ConsumerRecord,
     FetchedPartition,
@@ -58,7 +58,7 @@ class Fetcher:
         self.buffers: dict[TopicPartition, BatchCursor] = {}
         self.next_buffers: dict[TopicPartition, BatchCursor] = {}  # prefetched, after buffers
         # decoded, not handed out yet: a batch's columns, or records given back by unread()
-        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
+        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | LazyRecords] = {}
         self.errors: list[KafkaError] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
@@ -211,7 +211,10 @@ class Fetcher:
         for tp, taken in by_tp.items():
             if tp not in self.positions:
                 continue
-            self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
+            pending = self.pending_records.get(tp, [])
+            if type(pending) is not list:  # a decoded batch: build what is left of it
+                pending = pending.take(len(pending))
+            self.pending_records[tp] = taken + pending
             self.positions[tp] = taken[0].offset
 
     def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
@@ -234,7 +237,7 @@ class Fetcher:
             if pending:
                 if type(pending) is list:  # records given back by unread()
                     chunk = pending[:budget]
-                    rest: list[ConsumerRecord] | DecodedRecords = pending[budget:]
+                    rest: list[ConsumerRecord] | LazyRecords = pending[budget:]
                 else:  # a decoded batch: its records are built as they are taken
                     chunk = pending.take(budget)
                     rest = pending

@@ -154,7 +154,7 @@ def test_small_polls_take_a_big_batch_in_pieces(bootstrap: str, topic: str) -> N
                 got += [r.offset for r in records]
                 assert consumer.position(tp) == got[-1] + 1
             pending = consumer._fetcher.pending_records.get(tp)
-            assert pending is None or isinstance(pending, DecodedRecords | list)
+            assert pending is None or isinstance(pending, list) or hasattr(pending, "take")
     assert got == list(range(500))
 
 
