@@ -101,6 +101,9 @@ class ConsumerCore:
         """Give records drained for iteration but not handed out back to the fetcher."""
         raise NotImplementedError
 
+    def _kick(self) -> None:
+        """The assignment or a position changed: the async face's fetch task looks again."""
+
     def _consumed(self) -> dict[TopicPartition, int]:
         """What to commit: the positions, before the records not handed out yet."""
         raise NotImplementedError
@@ -109,6 +112,38 @@ class ConsumerCore:
         if self._group is None:
             raise ValueError("this needs a consumer with a group_id")
         return self._group.member  # type: ignore[no-any-return]
+
+    # -- assignment and positions ------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly ``partitions`` (no group); new ones start by ``auto_offset_reset``."""
+        self._rewind()
+        self._fetcher.assign(partitions)
+        self._kick()
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Read ``tp`` from ``offset`` next. Raises ``ValueError`` if ``tp`` is not assigned."""
+        self._rewind()
+        self._fetcher.seek(tp, offset)
+        self._kick()
+
+    @operation
+    def seek_to_beginning(self, *tps: TopicPartition) -> Op[None]:
+        """Read ``tps`` (every assigned partition if none) from their log start offset."""
+        return self._reset_op(tps, "earliest")
+
+    @operation
+    def seek_to_end(self, *tps: TopicPartition) -> Op[None]:
+        """Read ``tps`` (every assigned partition if none) from their high watermark."""
+        return self._reset_op(tps, "latest")
+
+    def _reset_op(self, tps: tuple[TopicPartition, ...], policy: str) -> Op[None]:
+        """Reset ``tps`` by ``policy``: the offsets are looked up before the next fetch. It
+        sends nothing itself: an operation only so that the async face's method is awaited."""
+        self._rewind()
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, policy)
+        self._kick()
+        yield from ()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned (by :meth:`assign` or by the group)."""

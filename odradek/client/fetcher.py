@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from odradek.client.config import ConsumerConfig
+from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.records import BatchCursor, LazyRecords
 from odradek.client.types import (
@@ -63,6 +64,8 @@ class Fetcher:
         self.high_watermarks: dict[TopicPartition, int] = {}
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
         self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
+        self._backoff_ms = (config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -161,8 +164,9 @@ class Fetcher:
 
     def on_fetch(
         self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]
-    ) -> bool:
-        """Apply a Fetch response; returns whether a retriable error calls for a backoff."""
+    ) -> float:
+        """Apply a Fetch response; returns the backoff before fetching again (:meth:`_backoff_s`:
+        a partition answered a retriable error)."""
         backoff = False
         for tp, part in fetched.items():
             position = self.positions.get(tp)
@@ -189,7 +193,23 @@ class Fetcher:
                     self.next_buffers[tp] = cursor
                 else:
                     self.buffers[tp] = cursor
-        return backoff
+        return self._backoff_s(backoff)
+
+    def on_error(self, error: KafkaError) -> float:
+        """A Fetch (or what it needed: a connection, positions) failed with ``error``: a
+        non-retriable one is raised by the next poll. Returns the backoff before fetching again."""
+        if not error.retriable:
+            self.report(error)
+        return self._backoff_s(True)
+
+    def _backoff_s(self, failed: bool) -> float:
+        """Seconds to wait before the next Fetch: 0 after a success, else ``retry_backoff_ms``
+        doubling with each failure in a row up to ``retry_backoff_max_ms``."""
+        if not failed:
+            self._failures = 0
+            return 0.0
+        self._failures += 1
+        return backoff_ms(self._failures - 1, *self._backoff_ms) / 1000
 
     def raise_errors(self) -> None:
         if self.errors:
