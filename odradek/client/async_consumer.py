@@ -113,7 +113,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         while True:
             try:
                 if fetcher.positions_unknown():
-                    await self._client.run(core.resolve_positions_op(fetcher))
+                    await self._client.run(fetcher.resolve_positions_op())
                 offsets = fetcher.fetchable()
             except KafkaError as exc:
                 delay_s = fetcher.on_error(exc)

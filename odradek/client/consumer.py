@@ -86,7 +86,7 @@ class Consumer(core.ConsumerCore):
             self._collect(0)
             fetcher.raise_errors()
             if fetcher.positions_unknown():
-                self._client.run(core.resolve_positions_op(fetcher))
+                self._client.run(fetcher.resolve_positions_op())
             records = fetcher.drain(max_records)
             self._prefetch()
             if records:

@@ -17,7 +17,6 @@ from typing import Any
 
 from odradek.client.config import ConsumerConfig, options_of
 from odradek.client.drivers import operation
-from odradek.client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember
 from odradek.client.group_ops import OffsetAndMetadata
@@ -29,8 +28,6 @@ __all__ = [
     "ConsumerCore",
     "consumed_offsets",
     "offsets_op",
-    "position_op",
-    "resolve_positions_op",
 ]
 
 
@@ -201,7 +198,7 @@ class ConsumerCore:
         """The offset of the next record to be returned (resolving a pending reset). Raises
         ``ValueError`` if ``tp`` is not assigned."""
         self._rewind()
-        return position_op(self._fetcher, tp)
+        return self._fetcher.position_op(tp)
 
     @operation
     def beginning_offsets(self, tps: Iterable[TopicPartition]) -> Op[dict[TopicPartition, int]]:
@@ -258,31 +255,6 @@ _GROUP_OPTIONS = {
     "group_instance_id",
     "metadata_max_age_ms",
 }
-
-
-def resolve_positions_op(fetcher: Fetcher) -> Op[None]:
-    """Look up the offsets of the partitions waiting for a reset (``earliest``/``latest``).
-    Raises :class:`OffsetOutOfRangeError` for a partition without a position under
-    ``auto_offset_reset="none"``."""
-    missing = fetcher.missing_positions()
-    if missing:
-        raise OffsetOutOfRangeError(
-            f"no position for {missing} and auto_offset_reset='none' (seek first)"
-        )
-    wanted = fetcher.reset_requests()
-    if wanted:
-        fetcher.apply_resets((yield from list_offsets_op(wanted)))
-
-
-def position_op(fetcher: Fetcher, tp: TopicPartition) -> Op[int]:
-    """The offset of the next record ``tp`` hands out, resolving a pending reset. Raises
-    ``ValueError`` if ``tp`` is not assigned."""
-    tp = TopicPartition(*tp)
-    fetcher._check(tp)
-    yield from resolve_positions_op(fetcher)
-    position = fetcher.positions[tp]
-    assert position is not None
-    return position
 
 
 def offsets_op(tps: Iterable[TopicPartition], timestamp: int) -> Op[dict[TopicPartition, int]]:

@@ -30,11 +30,11 @@ from collections.abc import Iterable
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
+from odradek.client.ops import Op, list_offsets_op
 from odradek.client.records import BatchCursor, LazyRecords
 from odradek.client.types import (
     ConsumerRecord,
     FetchedPartition,
-    OffsetAndTimestamp,
     TopicPartition,
 )
 from odradek.protocol import messages as m
@@ -110,24 +110,36 @@ class Fetcher:
         self.resets[tp] = policy
         self.errors.clear()
 
-    def reset_requests(self) -> dict[TopicPartition, int]:
-        """ListOffsets timestamps for every pending reset."""
-        return {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
+    def positions_unknown(self) -> bool:
+        """Whether a partition waits for a reset or has no position (then the consumers run
+        :meth:`resolve_positions_op` before fetching)."""
+        return bool(self.resets) or None in self.positions.values()
 
-    def apply_resets(self, found: dict[TopicPartition, OffsetAndTimestamp | None]) -> None:
-        for tp, hit in found.items():
+    def resolve_positions_op(self) -> Op[None]:
+        """Look up the offsets of the partitions waiting for a reset (``earliest``/``latest``).
+        Raises :class:`OffsetOutOfRangeError` for a partition without a position under
+        ``auto_offset_reset="none"``."""
+        missing = [
+            tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets
+        ]
+        if missing:
+            raise OffsetOutOfRangeError(
+                f"no position for {missing} and auto_offset_reset='none' (seek first)"
+            )
+        if not self.resets:
+            return
+        wanted = {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
+        for tp, hit in (yield from list_offsets_op(wanted)).items():
             if tp in self.resets and hit is not None:
                 del self.resets[tp]
                 self.positions[tp] = hit.offset
 
-    def positions_unknown(self) -> bool:
-        """Whether a partition waits for a reset or has no position (then the consumers run
-        ``resolve_positions_op`` before fetching)."""
-        return bool(self.resets) or None in self.positions.values()
-
-    def missing_positions(self) -> list[TopicPartition]:
-        """Partitions with no position and no reset policy (``auto_offset_reset="none"``)."""
-        return [tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets]
+    def position_op(self, tp: TopicPartition) -> Op[int]:
+        """The offset of the next record ``tp`` hands out, resolving a pending reset. Raises
+        ``ValueError`` if ``tp`` is not assigned."""
+        tp = self._check(tp)
+        yield from self.resolve_positions_op()
+        return self.positions[tp]  # type: ignore[return-value]
 
     # -- fetching ----------------------------------------------------------------------------
     def fetchable(self) -> dict[TopicPartition, int]:

@@ -47,8 +47,6 @@ T = TypeVar("T")
 
 Op = Generator[Call, tuple[m.Response, memoryview], T]
 
-_EMPTY = memoryview(b"")
-
 
 def check(response: m.Response) -> m.Response:
     """Raise the response's top-level error, if any; returns the response."""
@@ -183,21 +181,10 @@ def parse_fetch(resp: m.FetchResponse, tail: memoryview) -> dict[TopicPartition,
 
 
 def fetch_op(
-    offsets: Mapping[TopicPartition, int],
-    *,
-    max_wait_ms: int = 500,
-    min_bytes: int = 1,
-    max_bytes: int = 52_428_800,
-    partition_max_bytes: int = 1_048_576,
+    offsets: Mapping[TopicPartition, int], **options: int
 ) -> Op[dict[TopicPartition, FetchedPartition]]:
-    request = build_fetch(
-        offsets,
-        max_wait_ms=max_wait_ms,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        partition_max_bytes=partition_max_bytes,
-    )
-    resp, tail = yield Call(request)
+    """One Fetch from ``offsets`` (``options``: :func:`build_fetch`'s) and its partitions."""
+    resp, tail = yield Call(build_fetch(offsets, **options))
     return parse_fetch(resp, tail)  # type: ignore[arg-type]
 
 
