@@ -1,7 +1,7 @@
 """The two drivers of the client's sans-I/O operations, one blocking and one async, and the
 decorators that turn an operation written once into a method of each face.
 
-An operation (:mod:`odradek.client.ops`, :mod:`odradek.client.admin_ops`,
+An operation (:mod:`odradek.client.ops`, :mod:`odradek.client.admin`,
 :mod:`odradek.client.group_ops`, :mod:`odradek.client.group`, the cores) is a generator that
 yields *effects* and returns its result. An effect is a named tuple whose class names a
 ``verb``; the driver carries it out by calling the method of that name on the face's *I/O
