@@ -19,8 +19,8 @@ from odradek.client.config import ConsumerConfig, options_of
 from odradek.client.drivers import operation
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember
-from odradek.client.group_ops import OffsetAndMetadata
-from odradek.client.ops import Op, list_offsets_op, metadata_op, offsets_for_times_op
+from odradek.client.group_ops import OffsetAndMetadata, fetch_offsets_op
+from odradek.client.ops import Op, list_offsets_op, metadata_op
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.protocol import messages as m
 
@@ -184,7 +184,8 @@ class ConsumerCore:
     @operation
     def committed(self, tp: TopicPartition) -> Op[int | None]:
         """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        found = (yield from self._member().committed_op([tp])).get(TopicPartition(*tp))
+        tp = TopicPartition(*tp)
+        found = (yield from fetch_offsets_op(self._member().group_id, [tp])).get(tp)
         return None if found is None else found.offset
 
     @operation
@@ -217,7 +218,14 @@ class ConsumerCore:
         """The first offset of each partition whose record timestamp is >= the timestamp
         (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
         other negative timestamps."""
-        return offsets_for_times_op(timestamps)
+        for tp, ts in timestamps.items():
+            if ts < m.EARLIEST_TIMESTAMP:
+                raise ValueError(
+                    f"timestamp for {tp} must be >= 0, or -1 (latest) or -2 (earliest), not {ts}"
+                )
+        return (
+            yield from list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        )
 
     @operation
     def topics(self) -> Op[set[str]]:

@@ -347,12 +347,6 @@ class GroupMember:
         except KafkaError as exc:
             log.warning("group %s: auto-commit of %s failed: %s", self.group_id, changed, exc)
 
-    def committed_op(
-        self, partitions: Iterable[TopicPartition]
-    ) -> Op[dict[TopicPartition, OffsetAndMetadata | None]]:
-        wanted = [TopicPartition(*p) for p in partitions]
-        return (yield from fetch_offsets_op(self.group_id, wanted))
-
     # -- leaving -------------------------------------------------------------------------------
     def close_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
         """Commit (auto-commit), then leave the group; errors are logged, not raised."""

@@ -38,7 +38,6 @@ __all__ = [
     "group_by_topic",
     "list_offsets_op",
     "metadata_op",
-    "offsets_for_times_op",
     "parse_fetch",
 ]
 
@@ -121,21 +120,6 @@ def list_offsets_op(
             tp = TopicPartition(topic.name, part.partition_index)
             out[tp] = None if part.offset < 0 else OffsetAndTimestamp(part.offset, part.timestamp)
     return out
-
-
-def offsets_for_times_op(
-    timestamps: Mapping[TopicPartition, int],
-) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-    """The consumers' ``offsets_for_times``: :func:`list_offsets_op` for timestamps in ms, where
-    Kafka's two special timestamps also hold: -1 (LATEST: the high watermark) and -2
-    (EARLIEST: the log start offset), answered with timestamp -1. Raises ``ValueError``,
-    before anything is sent, for any other negative timestamp."""
-    for tp, ts in timestamps.items():
-        if ts < m.EARLIEST_TIMESTAMP:
-            raise ValueError(
-                f"timestamp for {tp} must be >= 0, or -1 (latest) or -2 (earliest), not {ts}"
-            )
-    return (yield from list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()}))
 
 
 # ---- Fetch -----------------------------------------------------------------------------------
