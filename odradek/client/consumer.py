@@ -53,7 +53,7 @@ class Consumer(core.ConsumerCore):
         self._closed = False
 
     def _make_group(self, member: GroupMember) -> BlockingGroup:
-        return BlockingGroup(self._client, member, self._consumed)
+        return BlockingGroup(self._client, member)
 
     # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:

@@ -75,12 +75,14 @@ Callback = Callable[[set[TopicPartition]], Any]
 
 class GroupMember:
     """One consumer's membership of ``config.group_id`` (options: :class:`ConsumerConfig`'s
-    group options), driving ``fetcher``'s assignment. ``clock`` is injected (tests)."""
+    group options), driving ``fetcher``'s assignment; ``consumed()`` gives the offsets an
+    automatic commit commits (the consumer's positions). ``clock`` is injected (tests)."""
 
     def __init__(
         self,
         config: ConsumerConfig,
         fetcher: Fetcher,
+        consumed: Callable[[], dict[TopicPartition, int]],
         *,
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
@@ -91,6 +93,7 @@ class GroupMember:
         self.group_id = config.group_id
         self.group_instance_id = config.group_instance_id
         self.fetcher = fetcher
+        self.consumed = consumed
         self.enable_auto_commit = config.enable_auto_commit
         self.heartbeat_interval_s = config.heartbeat_interval_ms / 1000
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
@@ -157,16 +160,16 @@ class GroupMember:
         return min(times)
 
     # -- the consumer's periodic step --------------------------------------------------------
-    def poll_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def poll_op(self) -> Op[None]:
         """Everything due: the regex check, a rebalance, an auto-commit."""
         now = self.clock()
         if self.subscribed and self.pattern is not None and now >= self.next_metadata_s:
             yield from self._check_pattern_op()
         if self.subscribed and self.rejoin_needed:
-            yield from self._rebalance_op(consumed)
+            yield from self._rebalance_op()
         if self.enable_auto_commit and self.clock() >= self.next_commit_s:
             self.next_commit_s = self.clock() + self.config.auto_commit_interval_ms / 1000
-            yield from self._commit_quietly_op(consumed())
+            yield from self._commit_quietly_op(self.consumed())
 
     def _check_pattern_op(self) -> Op[None]:
         assert self.pattern is not None
@@ -187,9 +190,9 @@ class GroupMember:
             self.rejoin_needed = True
 
     # -- rebalance -----------------------------------------------------------------------------
-    def _rebalance_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def _rebalance_op(self) -> Op[None]:
         if self.assignment and not self.cooperative:
-            yield from self._revoke_op(set(self.assignment), consumed)
+            yield from self._revoke_op(set(self.assignment))
         failures = 0
         self.joining = True
         done = False
@@ -215,7 +218,7 @@ class GroupMember:
                 self.rejoin_needed = True
         revoked = self.assignment - new
         if revoked:  # cooperative: only what moved away
-            yield from self._revoke_op(revoked, consumed)
+            yield from self._revoke_op(revoked)
         added = new - self.assignment
         self.assignment = new
         self.fetcher.assign(new)  # positions of kept partitions stay
@@ -270,12 +273,10 @@ class GroupMember:
             return self._backoff_s(failures)
         raise exc
 
-    def _revoke_op(
-        self, partitions: set[TopicPartition], consumed: Callable[[], dict[TopicPartition, int]]
-    ) -> Op[None]:
+    def _revoke_op(self, partitions: set[TopicPartition]) -> Op[None]:
         """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
         if self.enable_auto_commit and self.generation >= 0:
-            offsets = {tp: off for tp, off in consumed().items() if tp in partitions}
+            offsets = {tp: off for tp, off in self.consumed().items() if tp in partitions}
             yield from self._commit_quietly_op(offsets)
         if self.on_revoked is not None:
             yield Notify(self.on_revoked, set(partitions))
@@ -348,10 +349,10 @@ class GroupMember:
             log.warning("group %s: auto-commit of %s failed: %s", self.group_id, changed, exc)
 
     # -- leaving -------------------------------------------------------------------------------
-    def close_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def close_op(self) -> Op[None]:
         """Commit (auto-commit), then leave the group; errors are logged, not raised."""
         if self.enable_auto_commit:
-            yield from self._commit_quietly_op(consumed())
+            yield from self._commit_quietly_op(self.consumed())
         yield from self.leave_op()
 
     def leave_op(self) -> Op[None]:
