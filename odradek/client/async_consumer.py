@@ -50,7 +50,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._iterator: list[ConsumerRecord] = []
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
-        return AsyncGroup(self._client, member, self._kick, self._fetcher.errors)
+        return AsyncGroup(self._client, member, self._kick)
 
     # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:

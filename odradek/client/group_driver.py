@@ -65,16 +65,11 @@ class BlockingGroup:
 
 class AsyncGroup:
     def __init__(
-        self,
-        client: AsyncClient,
-        member: GroupMember,
-        on_change: Callable[[], None],
-        errors: list[KafkaError],
+        self, client: AsyncClient, member: GroupMember, on_change: Callable[[], None]
     ) -> None:
         self.client = client
         self.member = member
         self.on_change = on_change
-        self.errors = errors  # the fetcher's: raised by the next getmany
         self._wake: anyio.Event | None = None  # made by loop(), inside the event loop
 
     def wake(self) -> None:
@@ -91,7 +86,8 @@ class AsyncGroup:
                 if member.heartbeat_due():
                     await self.client.run(member.heartbeat_op())
             except Exception as exc:  # fatal group error or a callback's: the next getmany
-                self.errors.append(exc if isinstance(exc, KafkaError) else _wrap(exc))
+                error = exc if isinstance(exc, KafkaError) else _wrap(exc)
+                member.fetcher.errors.append(error)  # raised by the next getmany
                 member.rejoin_needed = False
             self.on_change()
             delay_s = member.next_wakeup_s() - member.clock()
