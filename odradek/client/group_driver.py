@@ -59,7 +59,7 @@ class BlockingGroup:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self.client.request_timeout_ms / 1000)
+            self._thread.join(self.client.config.request_timeout_ms / 1000)
         self.client.run(self.member.close_op())
 
 
