@@ -17,6 +17,7 @@ from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
 from odradek.client.config import ClientConfig, options_of
+from odradek.client.core import ClientCore
 from odradek.client.drivers import Call, async_face, blocking_face, operation
 from odradek.client.errors import KafkaError, for_code
 from odradek.client.group_ops import GroupDescription, GroupListing, OffsetAndMetadata
@@ -25,7 +26,6 @@ from odradek.client.types import (
     ConfigEntry,
     LogDirDescription,
     NewTopic,
-    OffsetAndTimestamp,
     PartitionInfo,
     SegmentInfo,
     TopicDescription,
@@ -231,13 +231,7 @@ class AdminCore:
                     )
         return out
 
-    @operation
-    def list_offsets(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-        """-2 earliest, -1 latest, else the first offset whose timestamp is at least the one
-        given (``None`` if none)."""
-        return list_offsets_op(timestamps)
+    list_offsets = ClientCore.list_offsets  # the low-level client's operation, as it is
 
     @operation
     def delete_records(self, before: Mapping[TopicPartition, int]) -> Op[dict[TopicPartition, int]]:
