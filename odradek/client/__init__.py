@@ -9,7 +9,7 @@ Async (anyio: asyncio, uvloop, trio): :class:`AsyncClient`, :class:`AsyncProduce
 
 from __future__ import annotations
 
-from odradek.client import errors
+from odradek.client import errors, types
 from odradek.client.admin import Admin, AsyncAdmin
 from odradek.client.async_client import AsyncClient
 from odradek.client.async_consumer import AsyncConsumer
@@ -27,22 +27,7 @@ from odradek.client.group_ops import (
 )
 from odradek.client.partitioner import murmur2
 from odradek.client.producer import Producer
-from odradek.client.types import (
-    BrokerMetadata,
-    ClusterMetadata,
-    ConfigEntry,
-    ConsumerRecord,
-    FetchedPartition,
-    LogDirDescription,
-    NewTopic,
-    OffsetAndTimestamp,
-    PartitionInfo,
-    RecordMetadata,
-    SegmentInfo,
-    TopicDescription,
-    TopicMetadata,
-    TopicPartition,
-)
+from odradek.client.types import *  # noqa: F403 - the value types
 
 __all__ = [
     "Admin",
@@ -61,21 +46,8 @@ __all__ = [
     "OffsetAndMetadata",
     "Producer",
     "ProducerConfig",
-    "BrokerMetadata",
-    "ClusterMetadata",
-    "ConfigEntry",
-    "ConsumerRecord",
-    "FetchedPartition",
-    "LogDirDescription",
-    "SegmentInfo",
-    "NewTopic",
-    "OffsetAndTimestamp",
-    "PartitionInfo",
-    "RecordMetadata",
-    "TopicDescription",
-    "TopicMetadata",
-    "TopicPartition",
     "errors",
     "murmur2",
+    *types.__all__,  # TopicPartition, ConsumerRecord, RecordMetadata, ...
     *errors.__all__,  # KafkaError, KafkaConnectionError, ..., for_code, one class per code
 ]

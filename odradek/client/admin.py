@@ -1,10 +1,11 @@
 """The admin clients: topics, partitions, configs, log dirs, offsets, record deletion.
 
-:class:`AdminCore` writes each method once, as an operation of :mod:`odradek.client.admin_ops`
-or :mod:`odradek.client.group_ops`; :class:`Admin` runs them blocking, :class:`AsyncAdmin` as
-coroutines (:func:`odradek.client.drivers.operation`). Per-item errors are raised (the first one, in
-request order): ``create_topics`` raises ``TopicAlreadyExistsError`` / ``InvalidTopicError``
-/ ``InvalidPartitionsError`` ... rather than returning a per-topic dict.
+:class:`AdminCore` writes each method once, as a sans-I/O operation (its own, or one of
+:mod:`odradek.client.ops` and :mod:`odradek.client.group_ops`); :class:`Admin` runs them
+blocking, :class:`AsyncAdmin` as coroutines (:func:`odradek.client.drivers.operation`).
+Per-item errors are raised (the first one, in request order): ``create_topics`` raises
+``TopicAlreadyExistsError`` / ``InvalidTopicError`` / ``InvalidPartitionsError`` ... rather
+than returning a per-topic dict.
 """
 
 from __future__ import annotations
@@ -12,25 +13,34 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from odradek.client import admin_ops as a
 from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
 from odradek.client.config import ClientConfig, options_of
-from odradek.client.drivers import async_face, blocking_face, operation
+from odradek.client.core import ClientCore
+from odradek.client.drivers import Call, async_face, blocking_face, operation
+from odradek.client.errors import KafkaError, for_code
 from odradek.client.group_ops import GroupDescription, GroupListing, OffsetAndMetadata
-from odradek.client.ops import Op, list_offsets_op
+from odradek.client.ops import Op, check, group_by_topic, list_offsets_op, metadata_op
 from odradek.client.types import (
     ConfigEntry,
     LogDirDescription,
     NewTopic,
-    OffsetAndTimestamp,
+    PartitionInfo,
     SegmentInfo,
     TopicDescription,
     TopicPartition,
 )
+from odradek.protocol import messages as m
 
 __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
+
+
+def _first_error(results: Iterable[tuple[str, int, str | None]]) -> None:
+    """Raise the first ``(name, error code, message)`` with an error, in request order."""
+    for name, code, message in results:
+        if code:
+            raise for_code(code, f"{name}: {message}" if message else name)
 
 
 class AdminCore:
@@ -62,65 +72,193 @@ class AdminCore:
 
     @operation
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> Op[None]:
-        """Create topics (``validate_only``: only check that they could be)."""
-        return a.create_topics_op(new_topics, validate_only, self._timeout_ms)
+        """Create topics (``validate_only``: only check that they could be); raises the first
+        per-topic error (e.g. ``TopicAlreadyExistsError``)."""
+        request = m.CreateTopicsRequest(
+            correlation_id=0,
+            topics=[
+                m.CreatableTopic(
+                    name=t.name,
+                    num_partitions=t.num_partitions,
+                    replication_factor=t.replication_factor,
+                    configs=dict(t.configs),
+                )
+                for t in new_topics
+            ],
+            timeout_ms=self._timeout_ms,
+            validate_only=validate_only,
+        )
+        resp, _ = yield Call(request)
+        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
     def delete_topics(self, names: Iterable[str]) -> Op[None]:
         """Delete topics and their data."""
-        return a.delete_topics_op(names, self._timeout_ms)
+        resp, _ = yield Call(
+            m.DeleteTopicsRequest(
+                correlation_id=0, topic_names=list(names), timeout_ms=self._timeout_ms
+            )
+        )
+        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
     def create_partitions(self, counts: Mapping[str, int]) -> Op[None]:
         """Raise topics' partition counts to ``counts`` (topic -> new total)."""
-        return a.create_partitions_op(counts, self._timeout_ms)
+        resp, _ = yield Call(
+            m.CreatePartitionsRequest(
+                correlation_id=0,
+                topics=[m.CreatePartitionsTopic(name=n, count=c) for n, c in counts.items()],
+                timeout_ms=self._timeout_ms,
+            )
+        )
+        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).results)  # type: ignore[attr-defined]
 
     @operation
     def list_topics(self, *, internal: bool = False) -> Op[set[str]]:
         """The topic names (internal topics too with ``internal``)."""
-        return a.list_topics_op(internal)
+        meta = yield from metadata_op(None)
+        return {
+            name
+            for name, info in meta.topics.items()
+            if not info.error_code and (internal or not info.is_internal)
+        }
 
     @operation
     def describe_topics(self, names: list[str] | None = None) -> Op[list[TopicDescription]]:
-        """The topics' partitions (every topic's for ``None``)."""
-        return a.describe_topics_op(names)
+        """The topics' partitions (every topic's for ``None``) with their log start offsets and
+        high watermarks (ListOffsets). Raises the first topic error
+        (``UnknownTopicOrPartitionError`` for a missing topic)."""
+        meta = yield from metadata_op(names)
+        infos = [meta.topics[n] for n in (names if names is not None else sorted(meta.topics))]
+        _first_error((i.name, i.error_code, None) for i in infos)
+        tps = [TopicPartition(i.name, p) for i in infos for p in i.partitions]
+        starts = (yield from list_offsets_op(dict.fromkeys(tps, -2))) if tps else {}
+        ends = (yield from list_offsets_op(dict.fromkeys(tps, -1))) if tps else {}
+        out = []
+        for info in infos:
+            parts = []
+            for p in info.partitions:
+                tp = TopicPartition(info.name, p)
+                start, end = starts.get(tp), ends.get(tp)
+                parts.append(
+                    PartitionInfo(p, start.offset if start else None, end.offset if end else None)
+                )
+            out.append(TopicDescription(info.name, parts, info.is_internal))
+        return out
 
     @operation
     def describe_configs(self, topic: str) -> Op[dict[str, ConfigEntry]]:
         """The topic's configuration, by Kafka's topic-level names."""
-        return a.describe_configs_op(topic)
+        resp, _ = yield Call(
+            m.DescribeConfigsRequest(
+                correlation_id=0,
+                resources=[
+                    m.DescribeConfigsResource(
+                        resource_type=m.ConfigResourceType.TOPIC, resource_name=topic
+                    )
+                ],
+            )
+        )
+        out: dict[str, ConfigEntry] = {}
+        for result in check(resp).results:  # type: ignore[attr-defined]
+            if result.error_code:
+                raise for_code(result.error_code, result.error_message or topic)
+            for c in result.configs:
+                out[c.name] = ConfigEntry(
+                    c.name, c.value, c.config_source, c.is_default, c.read_only, c.is_sensitive
+                )
+        return out
 
     @operation
     def alter_configs(
         self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
     ) -> Op[None]:
         """Set (``set``) and remove (``delete``) topic-level overrides."""
-        return a.alter_configs_op(topic, set or {}, delete)
+        configs = [
+            m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
+            for k, v in (set or {}).items()
+        ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
+        resp, _ = yield Call(
+            m.AlterConfigsRequest(
+                correlation_id=0,
+                resources=[
+                    m.AlterConfigsResource(
+                        resource_type=m.ConfigResourceType.TOPIC,
+                        resource_name=topic,
+                        configs=configs,
+                    )
+                ],
+            )
+        )
+        _first_error(
+            (r.resource_name, r.error_code, r.error_message)
+            for r in check(resp).responses  # type: ignore[attr-defined]
+        )
 
     @operation
     def describe_log_dirs(
         self, topics: list[str] | None = None
     ) -> Op[dict[str, LogDirDescription]]:
         """Each log directory and the sizes of the partitions in it."""
-        return a.describe_log_dirs_op(topics)
+        resp, _ = yield Call(m.DescribeLogDirsRequest(correlation_id=0, topics=topics))
+        out = {}
+        for result in check(resp).results:  # type: ignore[attr-defined]
+            error: KafkaError | None = for_code(result.error_code) if result.error_code else None
+            sizes = {
+                TopicPartition(t.name, p.partition_index): p.size_bytes
+                for t in result.topics
+                for p in t.partitions
+            }
+            out[result.log_dir] = LogDirDescription(error, sizes)
+        return out
 
     @operation
     def describe_segments(self, topic: str) -> Op[dict[int, list[SegmentInfo]]]:
-        """Each partition's segments, oldest first (odradek brokers only)."""
-        return a.describe_segments_op(topic)
+        """Each partition's segments, oldest first (odradek brokers only: DescribeLogDirs with
+        ``include_segments``; a Kafka broker has no such request)."""
+        resp, _ = yield Call(
+            m.DescribeLogDirsRequest(correlation_id=0, topics=[topic], include_segments=True)
+        )
+        out: dict[int, list[SegmentInfo]] = {}
+        for result in check(resp).results:  # type: ignore[attr-defined]
+            for t in result.topics:
+                for p in t.partitions:
+                    out.setdefault(p.partition_index, []).extend(
+                        SegmentInfo(
+                            result.log_dir, s.base_offset, s.size_bytes, s.largest_timestamp_ms
+                        )
+                        for s in p.segments
+                    )
+        return out
 
-    @operation
-    def list_offsets(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-        """-2 earliest, -1 latest, else the first offset whose timestamp is at least the one
-        given (``None`` if none)."""
-        return list_offsets_op(timestamps)
+    list_offsets = ClientCore.list_offsets  # the low-level client's operation, as it is
 
     @operation
     def delete_records(self, before: Mapping[TopicPartition, int]) -> Op[dict[TopicPartition, int]]:
-        """Delete the records below each offset; returns the new log start offsets."""
-        return a.delete_records_op(before, self._timeout_ms)
+        """Delete the records below each offset (-1: the high watermark); returns the new log
+        start offsets. Raises the first per-partition error."""
+        resp, _ = yield Call(
+            m.DeleteRecordsRequest(
+                correlation_id=0,
+                topics=[
+                    m.DeleteRecordsTopic(
+                        name=topic,
+                        partitions=[
+                            m.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in ps
+                        ],
+                    )
+                    for topic, ps in group_by_topic(before.items()).items()
+                ],
+                timeout_ms=self._timeout_ms,
+            )
+        )
+        out = {}
+        for topic in check(resp).topics:  # type: ignore[attr-defined]
+            for p in topic.partitions:
+                if p.error_code:
+                    raise for_code(p.error_code, f"{topic.name}-{p.partition_index}")
+                out[TopicPartition(topic.name, p.partition_index)] = p.low_watermark
+        return out
 
     # -- consumer groups (client.group_ops) ----------------------------------------------------
     @operation

@@ -90,17 +90,6 @@ class AsyncConnection:
         """Send ``request`` and wait up to ``timeout_s`` for its response: ``(response,
         raw_tail)``, ``(None, empty)`` for acks=0. Raises :class:`KafkaTimeoutError` when the
         time runs out (the response is dropped when it arrives), ``KafkaConnectionError``."""
-        try:
-            with anyio.fail_after(timeout_s):
-                result = await self.request(request, raw)
-        except TimeoutError:
-            raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
-        return (None, _EMPTY) if result is None else result
-
-    async def request(
-        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
-    ) -> tuple[m.Response, memoryview] | None:
-        """Send ``request`` and wait for its response (``None`` for acks=0)."""
         if self._error is not None:
             raise self._error
         slot = _Slot()
@@ -109,17 +98,20 @@ class AsyncConnection:
         if expects:
             self._slots[cid] = slot
         try:
-            async with self._send_lock:
-                for part in parts:
-                    await self._stream.send(part)  # type: ignore[arg-type]
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc!r}"))
-        if not expects:
-            if self._error is not None:
-                raise self._error
-            return None
-        try:
-            return await self._wait(slot)
+            with anyio.fail_after(timeout_s):
+                try:
+                    async with self._send_lock:
+                        for part in parts:
+                            await self._stream.send(part)  # type: ignore[arg-type]
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc!r}"))
+                if not expects:
+                    if self._error is not None:
+                        raise self._error
+                    return None, _EMPTY
+                return await self._wait(slot)
+        except TimeoutError:
+            raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
         finally:
             self._slots.pop(cid, None)
 

@@ -13,7 +13,7 @@ same task. Consumer groups: with ``group_id``, a group task in the same task gro
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -22,7 +22,6 @@ import anyio.abc
 from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.async_client import AsyncClient
-from odradek.client.core import backoff_ms
 from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember
@@ -49,10 +48,9 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
-        self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
-        return AsyncGroup(self._client, member, self._consumed, self._kick, self._fetcher.errors)
+        return AsyncGroup(self._client, member, self._kick)
 
     # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
@@ -93,29 +91,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             finally:
                 await self._client.close()
 
-    # -- assignment --------------------------------------------------------------------------
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        self._fetcher.assign(partitions)
-        self._rewind()
-        self._kick()
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._rewind()
-        self._fetcher.seek(tp, offset)
-        self._kick()
-
-    async def seek_to_beginning(self, *tps: TopicPartition) -> None:
-        self._rewind()
-        for tp in tps or self.assignment():
-            self._fetcher.request_reset(tp, "earliest")
-        self._kick()
-
-    async def seek_to_end(self, *tps: TopicPartition) -> None:
-        self._rewind()
-        for tp in tps or self.assignment():
-            self._fetcher.request_reset(tp, "latest")
-        self._kick()
-
+    # -- positions -------------------------------------------------------------------------
     def _rewind(self) -> None:
         """Give the records drained for iteration but not yet yielded back to the fetcher
         (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
@@ -137,10 +113,12 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         while True:
             try:
                 if fetcher.positions_unknown():
-                    await self._client.run(core.resolve_positions_op(fetcher))
+                    await self._client.run(fetcher.resolve_positions_op())
                 offsets = fetcher.fetchable()
             except KafkaError as exc:
-                await self._failed(exc)
+                delay_s = fetcher.on_error(exc)
+                self._notify_data()
+                await anyio.sleep(delay_s)
                 continue
             if offsets:
                 fetcher.fetch_started(offsets)
@@ -150,32 +128,18 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             self._need_fetch = anyio.Event()
 
     async def _fetch(self, offsets: dict[TopicPartition, int]) -> None:
+        """One Fetch; its partitions stay in flight through the backoff after a failure."""
         fetcher = self._fetcher
         try:
             fetched = await self._client.run(ops.fetch_op(offsets, **fetcher.fetch_options))
-            retry = fetcher.on_fetch(offsets, fetched)
+            delay_s = fetcher.on_fetch(offsets, fetched)
         except KafkaError as exc:
-            retry = True
-            if not exc.retriable:
-                fetcher.report(exc)
+            delay_s = fetcher.on_error(exc)
         self._notify_data()
-        if retry:  # the partitions are fetched again after the backoff
-            await self._failed(None)
-        else:
-            self._failures = 0
+        if delay_s:
+            await anyio.sleep(delay_s)
         fetcher.fetch_ended(offsets)
         self._kick()
-
-    async def _failed(self, error: KafkaError | None) -> None:
-        """Report a non-retriable ``error`` to the next ``getmany`` and back off."""
-        if error is not None and not error.retriable:
-            self._fetcher.report(error)
-            self._notify_data()
-        delay_ms = backoff_ms(
-            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
-        )
-        self._failures += 1
-        await anyio.sleep(delay_ms / 1000)
 
     def _notify_data(self) -> None:
         if self._data is not None:

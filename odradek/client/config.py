@@ -21,14 +21,7 @@ from odradek.protocol.records import Compression
 
 __all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "parse_bootstrap"]
 
-_CODECS = {
-    None: Compression.NONE,
-    "none": Compression.NONE,
-    "gzip": Compression.GZIP,
-    "snappy": Compression.SNAPPY,
-    "lz4": Compression.LZ4,
-    "zstd": Compression.ZSTD,
-}
+_CODECS = {None: Compression.NONE, **{codec.name.lower(): codec for codec in Compression}}
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
 _OFFSET_RESETS = ("earliest", "latest", "none")
 _ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")

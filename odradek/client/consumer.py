@@ -13,7 +13,7 @@ auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from itertools import chain
 from typing import Any
@@ -21,7 +21,6 @@ from typing import Any
 from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.blocking_client import Client
-from odradek.client.core import backoff_ms
 from odradek.client.drivers import blocking_face
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember
@@ -46,8 +45,7 @@ class Consumer(core.ConsumerCore):
 
     def _init_face(self) -> None:
         self._in_flight: list[tuple[dict[TopicPartition, int], Future[Any]]] = []
-        self._not_before_s = 0.0  # fetch backoff after a retriable error
-        self._failures = 0
+        self._not_before_s = 0.0  # fetch backoff after a failure
         # records drained for iteration and the iterator handing them out (its length hint is
         # the number not yet yielded)
         self._iter_records: list[ConsumerRecord] = []
@@ -55,7 +53,7 @@ class Consumer(core.ConsumerCore):
         self._closed = False
 
     def _make_group(self, member: GroupMember) -> BlockingGroup:
-        return BlockingGroup(self._client, member, self._consumed)
+        return BlockingGroup(self._client, member)
 
     # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
     def _consumed(self) -> dict[TopicPartition, int]:
@@ -66,26 +64,6 @@ class Consumer(core.ConsumerCore):
     def _iter_index(self) -> int:
         """How many of ``_iter_records`` were yielded."""
         return len(self._iter_records) - self._iter_it.__length_hint__()  # type: ignore[attr-defined]
-
-    # -- assignment and positions --------------------------------------------------------------
-
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        self._fetcher.assign(partitions)
-        self._rewind()
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._fetcher.seek(tp, offset)
-        self._rewind()
-
-    def seek_to_beginning(self, *tps: TopicPartition) -> None:
-        for tp in tps or self.assignment():
-            self._fetcher.request_reset(tp, "earliest")
-        self._rewind()
-
-    def seek_to_end(self, *tps: TopicPartition) -> None:
-        for tp in tps or self.assignment():
-            self._fetcher.request_reset(tp, "latest")
-        self._rewind()
 
     # -- polling -------------------------------------------------------------------------------
     def poll(
@@ -108,7 +86,7 @@ class Consumer(core.ConsumerCore):
             self._collect(0)
             fetcher.raise_errors()
             if fetcher.positions_unknown():
-                self._client.run(core.resolve_positions_op(fetcher))
+                self._client.run(fetcher.resolve_positions_op())
             records = fetcher.drain(max_records)
             self._prefetch()
             if records:
@@ -132,8 +110,8 @@ class Consumer(core.ConsumerCore):
         request = ops.build_fetch(offsets, **self._fetcher.fetch_options)
         try:
             future = self._client.connection().submit(request)
-        except KafkaError:
-            self._backoff()
+        except KafkaError as exc:
+            self._back_off(self._fetcher.on_error(exc))
             return
         assert future is not None
         self._fetcher.fetch_started(offsets)
@@ -148,21 +126,15 @@ class Consumer(core.ConsumerCore):
             offsets, future = entry
             self._fetcher.fetch_ended(offsets)
             try:
-                response, tail = future.result()
-            except KafkaError:
-                self._backoff()
+                fetched = ops.parse_fetch(*future.result())
+            except KafkaError as exc:
+                self._back_off(self._fetcher.on_error(exc))
                 continue
-            if self._fetcher.on_fetch(offsets, ops.parse_fetch(response, tail)):
-                self._backoff()
-            else:
-                self._failures = 0
+            self._back_off(self._fetcher.on_fetch(offsets, fetched))
 
-    def _backoff(self) -> None:
-        delay_ms = backoff_ms(
-            self._failures, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
-        )
-        self._failures += 1
-        self._not_before_s = _monotonic() + delay_ms / 1000
+    def _back_off(self, delay_s: float) -> None:
+        if delay_s:
+            self._not_before_s = _monotonic() + delay_s
 
     # -- iteration -----------------------------------------------------------------------------
     # Iterating hands out the records of one drain at a time through a plain list iterator, so

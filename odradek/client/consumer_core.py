@@ -17,11 +17,10 @@ from typing import Any
 
 from odradek.client.config import ConsumerConfig, options_of
 from odradek.client.drivers import operation
-from odradek.client.errors import OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember
-from odradek.client.group_ops import OffsetAndMetadata
-from odradek.client.ops import Op, list_offsets_op, metadata_op, offsets_for_times_op
+from odradek.client.group_ops import OffsetAndMetadata, fetch_offsets_op
+from odradek.client.ops import Op, list_offsets_op, metadata_op
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.protocol import messages as m
 
@@ -29,8 +28,6 @@ __all__ = [
     "ConsumerCore",
     "consumed_offsets",
     "offsets_op",
-    "position_op",
-    "resolve_positions_op",
 ]
 
 
@@ -80,7 +77,7 @@ class ConsumerCore:
         self._init_face()
         member = None
         if cfg.group_id is not None:
-            member = GroupMember(cfg, self._fetcher, **callbacks)
+            member = GroupMember(cfg, self._fetcher, self._consumed, **callbacks)
             if topics:
                 member.subscribe(topics)
         self._group = None if member is None else self._make_group(member)
@@ -101,6 +98,9 @@ class ConsumerCore:
         """Give records drained for iteration but not handed out back to the fetcher."""
         raise NotImplementedError
 
+    def _kick(self) -> None:
+        """The assignment or a position changed: the async face's fetch task looks again."""
+
     def _consumed(self) -> dict[TopicPartition, int]:
         """What to commit: the positions, before the records not handed out yet."""
         raise NotImplementedError
@@ -109,6 +109,38 @@ class ConsumerCore:
         if self._group is None:
             raise ValueError("this needs a consumer with a group_id")
         return self._group.member  # type: ignore[no-any-return]
+
+    # -- assignment and positions ------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly ``partitions`` (no group); new ones start by ``auto_offset_reset``."""
+        self._rewind()
+        self._fetcher.assign(partitions)
+        self._kick()
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Read ``tp`` from ``offset`` next. Raises ``ValueError`` if ``tp`` is not assigned."""
+        self._rewind()
+        self._fetcher.seek(tp, offset)
+        self._kick()
+
+    @operation
+    def seek_to_beginning(self, *tps: TopicPartition) -> Op[None]:
+        """Read ``tps`` (every assigned partition if none) from their log start offset."""
+        return self._reset_op(tps, "earliest")
+
+    @operation
+    def seek_to_end(self, *tps: TopicPartition) -> Op[None]:
+        """Read ``tps`` (every assigned partition if none) from their high watermark."""
+        return self._reset_op(tps, "latest")
+
+    def _reset_op(self, tps: tuple[TopicPartition, ...], policy: str) -> Op[None]:
+        """Reset ``tps`` by ``policy``: the offsets are looked up before the next fetch. It
+        sends nothing itself: an operation only so that the async face's method is awaited."""
+        self._rewind()
+        for tp in tps or self.assignment():
+            self._fetcher.request_reset(tp, policy)
+        self._kick()
+        yield from ()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned (by :meth:`assign` or by the group)."""
@@ -152,7 +184,8 @@ class ConsumerCore:
     @operation
     def committed(self, tp: TopicPartition) -> Op[int | None]:
         """The group's committed offset for ``tp`` (the next to read), ``None`` if none."""
-        found = (yield from self._member().committed_op([tp])).get(TopicPartition(*tp))
+        tp = TopicPartition(*tp)
+        found = (yield from fetch_offsets_op(self._member().group_id, [tp])).get(tp)
         return None if found is None else found.offset
 
     @operation
@@ -166,7 +199,7 @@ class ConsumerCore:
         """The offset of the next record to be returned (resolving a pending reset). Raises
         ``ValueError`` if ``tp`` is not assigned."""
         self._rewind()
-        return position_op(self._fetcher, tp)
+        return self._fetcher.position_op(tp)
 
     @operation
     def beginning_offsets(self, tps: Iterable[TopicPartition]) -> Op[dict[TopicPartition, int]]:
@@ -185,7 +218,14 @@ class ConsumerCore:
         """The first offset of each partition whose record timestamp is >= the timestamp
         (ms; -1 latest, -2 earliest), ``None`` where there is none. Raises ``ValueError`` for
         other negative timestamps."""
-        return offsets_for_times_op(timestamps)
+        for tp, ts in timestamps.items():
+            if ts < m.EARLIEST_TIMESTAMP:
+                raise ValueError(
+                    f"timestamp for {tp} must be >= 0, or -1 (latest) or -2 (earliest), not {ts}"
+                )
+        return (
+            yield from list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        )
 
     @operation
     def topics(self) -> Op[set[str]]:
@@ -223,31 +263,6 @@ _GROUP_OPTIONS = {
     "group_instance_id",
     "metadata_max_age_ms",
 }
-
-
-def resolve_positions_op(fetcher: Fetcher) -> Op[None]:
-    """Look up the offsets of the partitions waiting for a reset (``earliest``/``latest``).
-    Raises :class:`OffsetOutOfRangeError` for a partition without a position under
-    ``auto_offset_reset="none"``."""
-    missing = fetcher.missing_positions()
-    if missing:
-        raise OffsetOutOfRangeError(
-            f"no position for {missing} and auto_offset_reset='none' (seek first)"
-        )
-    wanted = fetcher.reset_requests()
-    if wanted:
-        fetcher.apply_resets((yield from list_offsets_op(wanted)))
-
-
-def position_op(fetcher: Fetcher, tp: TopicPartition) -> Op[int]:
-    """The offset of the next record ``tp`` hands out, resolving a pending reset. Raises
-    ``ValueError`` if ``tp`` is not assigned."""
-    tp = TopicPartition(*tp)
-    fetcher._check(tp)
-    yield from resolve_positions_op(fetcher)
-    position = fetcher.positions[tp]
-    assert position is not None
-    return position
 
 
 def offsets_op(tps: Iterable[TopicPartition], timestamp: int) -> Op[dict[TopicPartition, int]]:

@@ -199,10 +199,6 @@ class ClientCore:
     def _io(self) -> ClientCore:
         return self  # the client carries out its own operations' effects
 
-    @property
-    def request_timeout_ms(self) -> int:
-        return self.config.request_timeout_ms
-
     def open_connection(self) -> Any:
         """The connection if one is open, without connecting (``None`` otherwise)."""
         conn = self._conn

@@ -1,7 +1,7 @@
 """The two drivers of the client's sans-I/O operations, one blocking and one async, and the
 decorators that turn an operation written once into a method of each face.
 
-An operation (:mod:`odradek.client.ops`, :mod:`odradek.client.admin_ops`,
+An operation (:mod:`odradek.client.ops`, :mod:`odradek.client.admin`,
 :mod:`odradek.client.group_ops`, :mod:`odradek.client.group`, the cores) is a generator that
 yields *effects* and returns its result. An effect is a named tuple whose class names a
 ``verb``; the driver carries it out by calling the method of that name on the face's *I/O
@@ -54,7 +54,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Outcome = tuple[Any, BaseException | None]
 
 
 class Call(NamedTuple):
@@ -80,58 +79,34 @@ class Notify(NamedTuple):
     verb = "notify"
 
 
-class _Run:
-    """One operation being driven: the effect it waits on, or its result once it stopped."""
-
-    __slots__ = ("effect", "op", "pending", "result")
-
-    def __init__(self, op: Generator[Any, Any, Any]) -> None:
-        self.op = op
-        self.pending = True
-        self.result: Any = None
-        self.effect: Any = None
-        self._step(op.send, None)
-
-    def method(self, io: Any) -> Callable[..., Any]:
-        return getattr(io, self.effect.verb)  # type: ignore[no-any-return]
-
-    def resume(self, outcome: Outcome) -> None:
-        value, error = outcome
-        if error is None:
-            self._step(self.op.send, value)
-        else:
-            self._step(self.op.throw, error)
-
-    def _step(self, step: Callable[[Any], Any], arg: Any) -> None:
-        try:
-            self.effect = step(arg)
-        except StopIteration as stop:
-            self.pending = False
-            self.result = stop.value
-
-
 def drive(op: Generator[Any, Any, T], io: Any) -> T:
     """Run ``op`` to its end on the calling thread, carrying out its effects with ``io``."""
-    run = _Run(op)
-    while run.pending:
-        try:
-            outcome: Outcome = (run.method(io)(*run.effect), None)
-        except Exception as exc:
-            outcome = (None, exc)
-        run.resume(outcome)
-    return run.result  # type: ignore[no-any-return]
+    try:
+        effect = next(op)
+        while True:
+            try:
+                outcome, error = getattr(io, effect.verb)(*effect), None
+            except Exception as exc:
+                outcome, error = None, exc
+            # thrown outside the except block: the operation sees no exception being handled
+            effect = op.send(outcome) if error is None else op.throw(error)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 async def drive_async(op: Generator[Any, Any, T], io: Any) -> T:
     """Run ``op`` to its end in the calling task, awaiting ``io``'s method for each effect."""
-    run = _Run(op)
-    while run.pending:
-        try:
-            outcome: Outcome = (await run.method(io)(*run.effect), None)
-        except Exception as exc:
-            outcome = (None, exc)
-        run.resume(outcome)
-    return run.result  # type: ignore[no-any-return]
+    try:
+        effect = next(op)
+        while True:
+            try:
+                outcome, error = await getattr(io, effect.verb)(*effect), None
+            except Exception as exc:
+                outcome, error = None, exc
+            # thrown outside the except block: the operation sees no exception being handled
+            effect = op.send(outcome) if error is None else op.throw(error)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 # -- faces ---------------------------------------------------------------------------------------

@@ -70,8 +70,6 @@ class SslAuthenticationError(KafkaError):
 _SPECIAL_NAMES = {
     ErrorCode.MESSAGE_TOO_LARGE: "MessageSizeTooLargeError",
     ErrorCode.CORRUPT_MESSAGE: "CorruptRecordError",
-    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerError",
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: "NotLeaderOrFollowerError",
 }
 
 

@@ -28,12 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from odradek.client.config import ConsumerConfig
+from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
-from odradek.client.records import BatchCursor, DecodedRecords
+from odradek.client.ops import Op, list_offsets_op
+from odradek.client.records import BatchCursor, LazyRecords
 from odradek.client.types import (
     ConsumerRecord,
     FetchedPartition,
-    OffsetAndTimestamp,
     TopicPartition,
 )
 from odradek.protocol import messages as m
@@ -58,11 +59,13 @@ class Fetcher:
         self.buffers: dict[TopicPartition, BatchCursor] = {}
         self.next_buffers: dict[TopicPartition, BatchCursor] = {}  # prefetched, after buffers
         # decoded, not handed out yet: a batch's columns, or records given back by unread()
-        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | DecodedRecords] = {}
+        self.pending_records: dict[TopicPartition, list[ConsumerRecord] | LazyRecords] = {}
         self.errors: list[KafkaError] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
         self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
+        self._backoff_ms = (config.retry_backoff_ms, config.retry_backoff_max_ms)
+        self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -107,24 +110,36 @@ class Fetcher:
         self.resets[tp] = policy
         self.errors.clear()
 
-    def reset_requests(self) -> dict[TopicPartition, int]:
-        """ListOffsets timestamps for every pending reset."""
-        return {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
+    def positions_unknown(self) -> bool:
+        """Whether a partition waits for a reset or has no position (then the consumers run
+        :meth:`resolve_positions_op` before fetching)."""
+        return bool(self.resets) or None in self.positions.values()
 
-    def apply_resets(self, found: dict[TopicPartition, OffsetAndTimestamp | None]) -> None:
-        for tp, hit in found.items():
+    def resolve_positions_op(self) -> Op[None]:
+        """Look up the offsets of the partitions waiting for a reset (``earliest``/``latest``).
+        Raises :class:`OffsetOutOfRangeError` for a partition without a position under
+        ``auto_offset_reset="none"``."""
+        missing = [
+            tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets
+        ]
+        if missing:
+            raise OffsetOutOfRangeError(
+                f"no position for {missing} and auto_offset_reset='none' (seek first)"
+            )
+        if not self.resets:
+            return
+        wanted = {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
+        for tp, hit in (yield from list_offsets_op(wanted)).items():
             if tp in self.resets and hit is not None:
                 del self.resets[tp]
                 self.positions[tp] = hit.offset
 
-    def positions_unknown(self) -> bool:
-        """Whether a partition waits for a reset or has no position (then the consumers run
-        ``resolve_positions_op`` before fetching)."""
-        return bool(self.resets) or None in self.positions.values()
-
-    def missing_positions(self) -> list[TopicPartition]:
-        """Partitions with no position and no reset policy (``auto_offset_reset="none"``)."""
-        return [tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets]
+    def position_op(self, tp: TopicPartition) -> Op[int]:
+        """The offset of the next record ``tp`` hands out, resolving a pending reset. Raises
+        ``ValueError`` if ``tp`` is not assigned."""
+        tp = self._check(tp)
+        yield from self.resolve_positions_op()
+        return self.positions[tp]  # type: ignore[return-value]
 
     # -- fetching ----------------------------------------------------------------------------
     def fetchable(self) -> dict[TopicPartition, int]:
@@ -161,8 +176,9 @@ class Fetcher:
 
     def on_fetch(
         self, requested: dict[TopicPartition, int], fetched: dict[TopicPartition, FetchedPartition]
-    ) -> bool:
-        """Apply a Fetch response; returns whether a retriable error calls for a backoff."""
+    ) -> float:
+        """Apply a Fetch response; returns the backoff before fetching again (:meth:`_backoff_s`:
+        a partition answered a retriable error)."""
         backoff = False
         for tp, part in fetched.items():
             position = self.positions.get(tp)
@@ -189,7 +205,23 @@ class Fetcher:
                     self.next_buffers[tp] = cursor
                 else:
                     self.buffers[tp] = cursor
-        return backoff
+        return self._backoff_s(backoff)
+
+    def on_error(self, error: KafkaError) -> float:
+        """A Fetch (or what it needed: a connection, positions) failed with ``error``: a
+        non-retriable one is raised by the next poll. Returns the backoff before fetching again."""
+        if not error.retriable:
+            self.report(error)
+        return self._backoff_s(True)
+
+    def _backoff_s(self, failed: bool) -> float:
+        """Seconds to wait before the next Fetch: 0 after a success, else ``retry_backoff_ms``
+        doubling with each failure in a row up to ``retry_backoff_max_ms``."""
+        if not failed:
+            self._failures = 0
+            return 0.0
+        self._failures += 1
+        return backoff_ms(self._failures - 1, *self._backoff_ms) / 1000
 
     def raise_errors(self) -> None:
         if self.errors:
@@ -211,7 +243,10 @@ class Fetcher:
         for tp, taken in by_tp.items():
             if tp not in self.positions:
                 continue
-            self.pending_records[tp] = taken + list(self.pending_records.get(tp, ()))
+            pending = self.pending_records.get(tp, [])
+            if type(pending) is not list:  # a decoded batch: build what is left of it
+                pending = pending.take(len(pending))
+            self.pending_records[tp] = taken + pending
             self.positions[tp] = taken[0].offset
 
     def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
@@ -234,7 +269,7 @@ class Fetcher:
             if pending:
                 if type(pending) is list:  # records given back by unread()
                     chunk = pending[:budget]
-                    rest: list[ConsumerRecord] | DecodedRecords = pending[budget:]
+                    rest: list[ConsumerRecord] | LazyRecords = pending[budget:]
                 else:  # a decoded batch: its records are built as they are taken
                     chunk = pending.take(budget)
                     rest = pending

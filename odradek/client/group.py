@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from odradek.client.config import ConsumerConfig
+from odradek.client.core import backoff_ms
 from odradek.client.drivers import Notify, Sleep
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from odradek.client.fetcher import Fetcher
@@ -72,41 +73,29 @@ _REJOIN_CODES = {
 Callback = Callable[[set[TopicPartition]], Any]
 
 
-def _listener_callbacks(listener: Any) -> tuple[Callback | None, Callback | None]:
-    """kafka-python's ``ConsumerRebalanceListener`` (or any object with its two methods)."""
-    if listener is None:
-        return None, None
-    return listener.on_partitions_assigned, listener.on_partitions_revoked
-
-
 class GroupMember:
     """One consumer's membership of ``config.group_id`` (options: :class:`ConsumerConfig`'s
-    group options), driving ``fetcher``'s assignment. ``clock`` is injected (tests)."""
+    group options), driving ``fetcher``'s assignment; ``consumed()`` gives the offsets an
+    automatic commit commits (the consumer's positions). ``clock`` is injected (tests)."""
 
     def __init__(
         self,
         config: ConsumerConfig,
         fetcher: Fetcher,
+        consumed: Callable[[], dict[TopicPartition, int]],
         *,
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         assert config.group_id is not None
-        self.assignors = list(config.partition_assignment_strategy)
+        self.config = config
         self.group_id = config.group_id
-        self.fetcher = fetcher
-        self.client_id = config.client_id
-        self.enable_auto_commit = config.enable_auto_commit
-        self.auto_commit_interval_s = config.auto_commit_interval_ms / 1000
-        self.retry_backoff_s = config.retry_backoff_ms / 1000
-        self.retry_backoff_max_s = config.retry_backoff_max_ms / 1000
-        self.request_timeout_s = config.request_timeout_ms / 1000
-        self.session_timeout_ms = config.session_timeout_ms
-        self.heartbeat_interval_s = config.heartbeat_interval_ms / 1000
-        self.rebalance_timeout_ms = config.max_poll_interval_ms
         self.group_instance_id = config.group_instance_id
-        self.metadata_max_age_s = config.metadata_max_age_ms / 1000
+        self.fetcher = fetcher
+        self.consumed = consumed
+        self.enable_auto_commit = config.enable_auto_commit
+        self.heartbeat_interval_s = config.heartbeat_interval_ms / 1000
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
         self.clock = clock
         # membership
@@ -122,7 +111,7 @@ class GroupMember:
         self.joining = False
         now = clock()
         self.next_heartbeat_s = now
-        self.next_commit_s = now + self.auto_commit_interval_s
+        self.next_commit_s = now + config.auto_commit_interval_ms / 1000
         self.next_metadata_s = now
         self.last_committed: dict[TopicPartition, int] = {}
 
@@ -141,8 +130,9 @@ class GroupMember:
         self.subscribed = True
         self.rejoin_needed = True
         self.next_metadata_s = self.clock()
-        if listener is not None:
-            self.on_assigned, self.on_revoked = _listener_callbacks(listener)
+        if listener is not None:  # kafka-python's ConsumerRebalanceListener, or alike
+            self.on_assigned = listener.on_partitions_assigned
+            self.on_revoked = listener.on_partitions_revoked
 
     @property
     def stable(self) -> bool:
@@ -170,25 +160,25 @@ class GroupMember:
         return min(times)
 
     # -- the consumer's periodic step --------------------------------------------------------
-    def poll_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def poll_op(self) -> Op[None]:
         """Everything due: the regex check, a rebalance, an auto-commit."""
         now = self.clock()
         if self.subscribed and self.pattern is not None and now >= self.next_metadata_s:
             yield from self._check_pattern_op()
         if self.subscribed and self.rejoin_needed:
-            yield from self._rebalance_op(consumed)
+            yield from self._rebalance_op()
         if self.enable_auto_commit and self.clock() >= self.next_commit_s:
-            self.next_commit_s = self.clock() + self.auto_commit_interval_s
-            yield from self._commit_quietly_op(consumed())
+            self.next_commit_s = self.clock() + self.config.auto_commit_interval_ms / 1000
+            yield from self._commit_quietly_op(self.consumed())
 
     def _check_pattern_op(self) -> Op[None]:
         assert self.pattern is not None
-        self.next_metadata_s = self.clock() + self.metadata_max_age_s
+        self.next_metadata_s = self.clock() + self.config.metadata_max_age_ms / 1000
         try:
             meta = yield from metadata_op(None)
         except KafkaError as exc:
             log.warning("group %s: metadata for the pattern failed: %s", self.group_id, exc)
-            self.next_metadata_s = self.clock() + self.retry_backoff_s
+            self.next_metadata_s = self.clock() + self.config.retry_backoff_ms / 1000
             return
         topics = sorted(
             name
@@ -200,9 +190,9 @@ class GroupMember:
             self.rejoin_needed = True
 
     # -- rebalance -----------------------------------------------------------------------------
-    def _rebalance_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def _rebalance_op(self) -> Op[None]:
         if self.assignment and not self.cooperative:
-            yield from self._revoke_op(set(self.assignment), consumed)
+            yield from self._revoke_op(set(self.assignment))
         failures = 0
         self.joining = True
         done = False
@@ -228,7 +218,7 @@ class GroupMember:
                 self.rejoin_needed = True
         revoked = self.assignment - new
         if revoked:  # cooperative: only what moved away
-            yield from self._revoke_op(revoked, consumed)
+            yield from self._revoke_op(revoked)
         added = new - self.assignment
         self.assignment = new
         self.fetcher.assign(new)  # positions of kept partitions stay
@@ -251,14 +241,15 @@ class GroupMember:
     def _join_and_sync_op(
         self,
     ) -> Op[tuple[set[TopicPartition], dict[TopicPartition, OffsetAndMetadata | None]]]:
+        cfg = self.config
         joined = yield from join_op(
             self.group_id,
             self.member_id,
             self.topics,
-            client_id=self.client_id,
-            session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-            assignors=self.assignors,
+            client_id=cfg.client_id,
+            session_timeout_ms=cfg.session_timeout_ms,
+            rebalance_timeout_ms=cfg.max_poll_interval_ms,
+            assignors=list(cfg.partition_assignment_strategy),
             group_instance_id=self.group_instance_id,
         )
         self.member_id, self.generation = joined.member_id, joined.generation_id
@@ -279,20 +270,22 @@ class GroupMember:
             return 0.0
         if exc.retriable or isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
             log.warning("group %s: join failed, retrying: %s", self.group_id, exc)
-            return min(self.retry_backoff_s * 2**failures, self.retry_backoff_max_s)
+            return self._backoff_s(failures)
         raise exc
 
-    def _revoke_op(
-        self, partitions: set[TopicPartition], consumed: Callable[[], dict[TopicPartition, int]]
-    ) -> Op[None]:
+    def _revoke_op(self, partitions: set[TopicPartition]) -> Op[None]:
         """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
         if self.enable_auto_commit and self.generation >= 0:
-            offsets = {tp: off for tp, off in consumed().items() if tp in partitions}
+            offsets = {tp: off for tp, off in self.consumed().items() if tp in partitions}
             yield from self._commit_quietly_op(offsets)
         if self.on_revoked is not None:
             yield Notify(self.on_revoked, set(partitions))
         self.assignment -= partitions
         self.fetcher.assign(self.assignment)
+
+    def _backoff_s(self, failures: int) -> float:
+        cfg = self.config
+        return backoff_ms(failures, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
 
     # -- heartbeats ----------------------------------------------------------------------------
     def heartbeat_op(self) -> Op[None]:
@@ -321,7 +314,7 @@ class GroupMember:
         ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and
         schedule a rejoin."""
         normal = normalize_offsets(offsets)
-        deadline = self.clock() + self.request_timeout_s
+        deadline = self.clock() + self.config.request_timeout_ms / 1000
         failures = 0
         while True:
             member = self.subscribed and self.generation >= 0
@@ -340,7 +333,7 @@ class GroupMember:
                     self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
                 if not exc.retriable or self.clock() >= deadline:
                     raise
-            yield Sleep(min(self.retry_backoff_s * 2**failures, self.retry_backoff_max_s))
+            yield Sleep(self._backoff_s(failures))
             failures += 1
         for tp, om in normal.items():
             self.last_committed[tp] = om.offset
@@ -355,17 +348,11 @@ class GroupMember:
         except KafkaError as exc:
             log.warning("group %s: auto-commit of %s failed: %s", self.group_id, changed, exc)
 
-    def committed_op(
-        self, partitions: Iterable[TopicPartition]
-    ) -> Op[dict[TopicPartition, OffsetAndMetadata | None]]:
-        wanted = [TopicPartition(*p) for p in partitions]
-        return (yield from fetch_offsets_op(self.group_id, wanted))
-
     # -- leaving -------------------------------------------------------------------------------
-    def close_op(self, consumed: Callable[[], dict[TopicPartition, int]]) -> Op[None]:
+    def close_op(self) -> Op[None]:
         """Commit (auto-commit), then leave the group; errors are logged, not raised."""
         if self.enable_auto_commit:
-            yield from self._commit_quietly_op(consumed())
+            yield from self._commit_quietly_op(self.consumed())
         yield from self.leave_op()
 
     def leave_op(self) -> Op[None]:

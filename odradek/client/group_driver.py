@@ -25,18 +25,14 @@ from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember
-from odradek.client.types import TopicPartition
 
 __all__ = ["AsyncGroup", "BlockingGroup"]
 
-Consumed = Callable[[], dict[TopicPartition, int]]
-
 
 class BlockingGroup:
-    def __init__(self, client: Client, member: GroupMember, consumed: Consumed) -> None:
+    def __init__(self, client: Client, member: GroupMember) -> None:
         self.client = client
         self.member = member
-        self.consumed = consumed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -50,7 +46,7 @@ class BlockingGroup:
                 target=self._heartbeat_loop, name=f"heartbeat-{self.member.group_id}", daemon=True
             )
             self._thread.start()
-        self.client.run(self.member.poll_op(self.consumed))
+        self.client.run(self.member.poll_op())
 
     def _heartbeat_loop(self) -> None:
         member = self.member
@@ -63,24 +59,17 @@ class BlockingGroup:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self.client.request_timeout_ms / 1000)
-        self.client.run(self.member.close_op(self.consumed))
+            self._thread.join(self.client.config.request_timeout_ms / 1000)
+        self.client.run(self.member.close_op())
 
 
 class AsyncGroup:
     def __init__(
-        self,
-        client: AsyncClient,
-        member: GroupMember,
-        consumed: Consumed,
-        on_change: Callable[[], None],
-        errors: list[KafkaError],
+        self, client: AsyncClient, member: GroupMember, on_change: Callable[[], None]
     ) -> None:
         self.client = client
         self.member = member
-        self.consumed = consumed
         self.on_change = on_change
-        self.errors = errors  # the fetcher's: raised by the next getmany
         self._wake: anyio.Event | None = None  # made by loop(), inside the event loop
 
     def wake(self) -> None:
@@ -93,11 +82,12 @@ class AsyncGroup:
         self._wake = anyio.Event()
         while True:
             try:
-                await self.client.run(member.poll_op(self.consumed))
+                await self.client.run(member.poll_op())
                 if member.heartbeat_due():
                     await self.client.run(member.heartbeat_op())
             except Exception as exc:  # fatal group error or a callback's: the next getmany
-                self.errors.append(exc if isinstance(exc, KafkaError) else _wrap(exc))
+                error = exc if isinstance(exc, KafkaError) else _wrap(exc)
+                member.fetcher.errors.append(error)  # raised by the next getmany
                 member.rejoin_needed = False
             self.on_change()
             delay_s = member.next_wakeup_s() - member.clock()
@@ -107,7 +97,7 @@ class AsyncGroup:
                 self._wake = anyio.Event()
 
     async def close(self) -> None:
-        await self.client.run(self.member.close_op(self.consumed))
+        await self.client.run(self.member.close_op())
 
 
 def _wrap(exc: Exception) -> KafkaError:

@@ -23,7 +23,6 @@ from odradek.protocol.errors import ErrorCode
 __all__ = [
     "GroupDescription",
     "GroupListing",
-    "JoinResult",
     "MemberDescription",
     "OffsetAndMetadata",
     "commit_offsets_op",
@@ -44,13 +43,6 @@ class OffsetAndMetadata(NamedTuple):
 
     offset: int
     metadata: str | None = None
-
-
-class JoinResult(NamedTuple):
-    member_id: str
-    generation_id: int
-    protocol_name: str | None
-    leader: str
 
 
 class GroupListing(NamedTuple):
@@ -106,9 +98,10 @@ def join_op(
     rebalance_timeout_ms: int,
     assignors: list[str],
     group_instance_id: str | None = None,
-) -> Op[JoinResult]:
+) -> Op[m.JoinGroupResponse]:
     """JoinGroup; a first join (``member_id == ""``) is answered ``MEMBER_ID_REQUIRED`` with
-    our id, and joins again with it (KIP-394). Raises the response's error otherwise."""
+    our id, and joins again with it (KIP-394). Returns the answer (``member_id``,
+    ``generation_id``, ``protocol_name``, ``leader``); raises its error."""
     while True:
         resp, _ = yield Call(
             m.JoinGroupRequest(
@@ -127,8 +120,7 @@ def join_op(
         if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED and resp.member_id and not member_id:
             member_id = resp.member_id
             continue
-        check(resp)
-        return JoinResult(resp.member_id, resp.generation_id, resp.protocol_name, resp.leader)
+        return check(resp)  # type: ignore[return-value]
 
 
 def sync_op(

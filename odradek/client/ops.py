@@ -38,7 +38,6 @@ __all__ = [
     "group_by_topic",
     "list_offsets_op",
     "metadata_op",
-    "offsets_for_times_op",
     "parse_fetch",
 ]
 
@@ -46,8 +45,6 @@ T = TypeVar("T")
 
 
 Op = Generator[Call, tuple[m.Response, memoryview], T]
-
-_EMPTY = memoryview(b"")
 
 
 def check(response: m.Response) -> m.Response:
@@ -125,21 +122,6 @@ def list_offsets_op(
     return out
 
 
-def offsets_for_times_op(
-    timestamps: Mapping[TopicPartition, int],
-) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-    """The consumers' ``offsets_for_times``: :func:`list_offsets_op` for timestamps in ms, where
-    Kafka's two special timestamps also hold: -1 (LATEST: the high watermark) and -2
-    (EARLIEST: the log start offset), answered with timestamp -1. Raises ``ValueError``,
-    before anything is sent, for any other negative timestamp."""
-    for tp, ts in timestamps.items():
-        if ts < m.EARLIEST_TIMESTAMP:
-            raise ValueError(
-                f"timestamp for {tp} must be >= 0, or -1 (latest) or -2 (earliest), not {ts}"
-            )
-    return (yield from list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()}))
-
-
 # ---- Fetch -----------------------------------------------------------------------------------
 def build_fetch(
     offsets: Mapping[TopicPartition, int],
@@ -183,21 +165,10 @@ def parse_fetch(resp: m.FetchResponse, tail: memoryview) -> dict[TopicPartition,
 
 
 def fetch_op(
-    offsets: Mapping[TopicPartition, int],
-    *,
-    max_wait_ms: int = 500,
-    min_bytes: int = 1,
-    max_bytes: int = 52_428_800,
-    partition_max_bytes: int = 1_048_576,
+    offsets: Mapping[TopicPartition, int], **options: int
 ) -> Op[dict[TopicPartition, FetchedPartition]]:
-    request = build_fetch(
-        offsets,
-        max_wait_ms=max_wait_ms,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        partition_max_bytes=partition_max_bytes,
-    )
-    resp, tail = yield Call(request)
+    """One Fetch from ``offsets`` (``options``: :func:`build_fetch`'s) and its partitions."""
+    resp, tail = yield Call(build_fetch(offsets, **options))
     return parse_fetch(resp, tail)  # type: ignore[arg-type]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-__all__ = ["Partitioner", "make_partitioner", "murmur2"]
+__all__ = ["Partitioner", "murmur2"]
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
@@ -91,7 +91,3 @@ class Partitioner:
         if num_partitions > 1:
             choice = self._rng.randrange(num_partitions - 1)
             self.sticky[topic] = choice if choice < previous else choice + 1
-
-
-def make_partitioner(kind: str | UserPartitioner) -> Partitioner:
-    return Partitioner(kind)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from typing import Any
 
@@ -206,7 +206,6 @@ class Producer(ProducerCore):
     def flush(self, timeout: float | None = None) -> None:
         """Send every record queued so far and wait until each is acknowledged or failed.
         Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
-        done = threading.Event()
         with self._lock, self._append_lock:
             pending = [
                 *self._acc.unfinished(),
@@ -215,7 +214,8 @@ class Producer(ProducerCore):
             self._flushing += 1
             self._wake.notify_all()
         try:
-            if not _wait_batches(pending, timeout, done):
+            # each batch's first record's future: concurrent.futures.wait makes them real ones
+            if wait([record_future(batch, 0) for batch in pending], timeout).not_done:
                 raise KafkaTimeoutError(f"flush did not complete in {timeout} s")
         finally:
             with self._lock:
@@ -250,21 +250,3 @@ class Producer(ProducerCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _wait_batches(batches: list[Batch], timeout: float | None, done: threading.Event) -> bool:
-    remaining = len(batches)
-    if not remaining:
-        return True
-    lock = threading.Lock()
-
-    def one(_: Batch) -> None:
-        nonlocal remaining
-        with lock:
-            remaining -= 1
-            if remaining == 0:
-                done.set()
-
-    for batch in batches:
-        batch.add_done_callback(one)
-    return done.wait(timeout)

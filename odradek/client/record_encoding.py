@@ -2,17 +2,16 @@
 encodes each record as it is appended): the RecordBatch v2 *records section*, what follows
 the 61-byte batch header (record layout in :mod:`odradek.protocol.records`).
 
-Per record Python does a handful of C-level operations (docs/architecture.md §11): the
-commonest batch — null keys, values of one size, timestamp deltas under 64 ms — is four table
-columns and one ``b"".join`` (:func:`_encode_uniform`); other header-less batches are whole
-columns built with ``map`` (:func:`_encode_columns`); the rest is encoded one record at a time
-(:func:`_encode_loop`). The tables hold the varints of 0..32767, built once.
+The commonest batch — null keys, values of one size, timestamp deltas under 64 ms — is four
+table columns and one ``b"".join``, a handful of C-level operations per record
+(:func:`_encode_uniform`); any other is encoded one record at a time (:func:`_encode_loop`).
+The tables hold the varints of 0..32767, built once.
 """
 
 from __future__ import annotations
 
 from itertools import repeat
-from operator import add, sub
+from operator import sub
 
 from odradek.protocol.varint import encode_varint
 
@@ -30,9 +29,9 @@ def encode_records(
     if not values:
         return b""
     if not headers:
-        columns = _encode_columns(keys, values, timestamps)
-        if columns is not None:
-            return columns
+        uniform = _encode_uniform(keys, values, timestamps)
+        if uniform is not None:
+            return uniform
     return _encode_loop(keys, values, timestamps, headers)
 
 
@@ -41,82 +40,7 @@ _TABLE_LIMIT = len(_TABLE)
 _NULL = encode_varint(-1)
 _ZERO = b"\x00"
 _NO_HEADERS = encode_varint(0)
-# Column tables for the fast path: each record is a few table entries and its key/value.
 _LEN = [len(b) for b in _TABLE]
-_H0_LEN = [_ZERO + b for b in _TABLE]  # previous record's header count (0) + this length
-_ATTR_TS = [_ZERO + b for b in _TABLE]  # record attributes (0) + timestamp delta
-_OFF_NULLKEY = [b + _NULL for b in _TABLE]  # offset delta + null key
-_OFF_NULLKEY_LEN = [len(b) for b in _OFF_NULLKEY]
-
-
-def _encode_columns(
-    keys: list[bytes | None], values: list[bytes | None], timestamps: list[int]
-) -> bytes | None:
-    """Records without headers, as whole columns with C-level ``map``s and one join.
-
-    Returns ``None`` when the batch does not fit the tables (then the loop encodes it)."""
-    n = len(values)
-    limit = _TABLE_LIMIT
-    base_ts = timestamps[0]
-    if n >= limit or values.count(None) or min(timestamps) < base_ts:
-        return None
-    if max(timestamps) - base_ts >= limit:
-        return None
-    null_keys = keys.count(None)
-    if null_keys not in (0, n):
-        return None
-    if null_keys and max(timestamps) - base_ts < 64:
-        size = len(values[0])
-        if size < _UNIFORM_MAX_BYTES:
-            uniform = _encode_uniform(values, timestamps, size)
-            if uniform is not None:
-                return uniform
-    value_lens = list(map(len, values))
-    if max(value_lens) >= limit:
-        return None
-    if timestamps.count(base_ts) == n:
-        attr_ts = [_ATTR_TS[0]] * n
-        lengths = list(map(add, map(_LEN.__getitem__, value_lens), value_lens))
-        const = 3  # attributes + 1-byte timestamp delta + header count
-    else:
-        attr_ts = list(map(_ATTR_TS.__getitem__, map(sub, timestamps, repeat(base_ts, n))))
-        lengths = list(
-            map(add, map(len, attr_ts), map(add, map(_LEN.__getitem__, value_lens), value_lens))
-        )
-        const = 1  # header count
-    value_varints = list(map(_TABLE.__getitem__, value_lens))
-    if null_keys:
-        lengths = list(map(add, lengths, _OFF_NULLKEY_LEN[:n]))
-        columns = [None, attr_ts, _OFF_NULLKEY[:n], value_varints, values]
-    else:
-        key_lens = list(map(len, keys))  # type: ignore[arg-type]
-        if max(key_lens) >= limit:
-            return None
-        lengths = list(map(add, lengths, map(add, map(_LEN.__getitem__, key_lens), key_lens)))
-        lengths = list(map(add, lengths, _LEN[:n]))
-        columns = [
-            None,
-            attr_ts,
-            _TABLE[:n],
-            list(map(_TABLE.__getitem__, key_lens)),
-            keys,
-            value_varints,
-            values,
-        ]
-    lengths = list(map(add, lengths, repeat(const, n)))
-    if max(lengths) >= limit:
-        return None
-    length_varints = list(map(_H0_LEN.__getitem__, lengths))
-    length_varints[0] = _TABLE[lengths[0]]
-    columns[0] = length_varints
-    width = len(columns)
-    parts: list[bytes | None] = [None] * (width * n + 1)
-    for j, column in enumerate(columns):
-        parts[j : width * n : width] = column
-    parts[-1] = _NO_HEADERS  # the last record's header count
-    return b"".join(parts)  # type: ignore[arg-type]
-
-
 _UNIFORM_MAX_BYTES = _TABLE_LIMIT - 16  # record length varints stay in the tables
 _UNIFORM: dict[int, tuple[list[bytes], list[bytes]]] = {}  # value size -> (heads, mids)
 
@@ -138,15 +62,22 @@ def _uniform_tables(size: int) -> tuple[list[bytes], list[bytes]]:
     return tables
 
 
-def _encode_uniform(values: list[bytes], timestamps: list[int], size: int) -> bytes | None:
-    """Null-key records whose values all have ``size`` bytes and whose timestamp deltas fit
-    one byte (the caller checked those and the batch size): four table columns and one join.
-    ``None`` when a value has another size."""
+def _encode_uniform(
+    keys: list[bytes | None], values: list[bytes | None], timestamps: list[int]
+) -> bytes | None:
+    """Null-key records whose values all have one size and whose timestamp deltas fit one
+    byte (the commonest batch): four table columns and one join. ``None`` for any other
+    batch (the loop encodes it)."""
     n = len(values)
-    if list(map(len, values)).count(size) != n:
+    base_ts = timestamps[0]
+    if n >= _TABLE_LIMIT or keys.count(None) != n or values.count(None):
+        return None
+    if min(timestamps) < base_ts or max(timestamps) - base_ts >= 64:
+        return None
+    size = len(values[0])  # type: ignore[arg-type]
+    if size >= _UNIFORM_MAX_BYTES or list(map(len, values)).count(size) != n:  # type: ignore[arg-type]
         return None
     heads, mids = _uniform_tables(size)
-    base_ts = timestamps[0]
     if timestamps.count(base_ts) == n:
         ts_column = [_TABLE[0]] * n
     else:

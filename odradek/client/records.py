@@ -11,7 +11,7 @@ A v2 batch is checked at once but its :class:`ConsumerRecord` tuples are built o
 are taken (a chunk at a time), so few records are alive at once (each is a GC-tracked tuple;
 see :class:`DecodedRecords`). Two decoders do it, with the same results and the same errors
 (``tests/client/test_record_decoder.py`` runs them side by side): the C one,
-``odradek.client._record_decoder`` (:class:`NativeRecords`: builds each record from the body's
+``odradek.client._record_decoder`` (its ``Records``: builds each record from the body's
 bytes as it is taken), used when it was built and ``NO_ODRADEK_EXTENSIONS`` is not set
 (:mod:`odradek.client.native`); else the pure-Python one (:func:`decode_columns`: the body into
 columns, :mod:`odradek.client.record_runs`, then :class:`DecodedRecords` zips the records out of
@@ -43,9 +43,9 @@ from odradek.protocol.legacy import decode_legacy_records, validate_legacy_entry
 from odradek.protocol.records import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
 from odradek.protocol.varint import VarintError
 
-__all__ = ["BatchCursor", "DecodedRecords", "NativeRecords", "decode_body"]
+__all__ = ["BatchCursor", "DecodedRecords", "LazyRecords", "decode_body"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+_HEADER = struct.Struct(">q9xIhiqq14xi")  # the fields of a v2 batch header _v2 reads
 _PREFIX = struct.Struct(">qi")
 _ATTR_CODEC = 0x07
 _ATTR_LOG_APPEND_TIME = 0x08
@@ -85,11 +85,13 @@ class BatchCursor:
         batch or one wholly below the position); ``None`` when no whole batch is left.
         Raises :class:`~odradek.client.errors.CorruptRecordError` for a corrupt batch."""
         batch = self.next_batch()
-        return None if batch is None else list(batch)
+        if batch is None or type(batch) is list:
+            return batch
+        return batch.take(len(batch))
 
-    def next_batch(self) -> DecodedRecords | list[ConsumerRecord] | None:
-        """Like :meth:`next_records`, but a v2 batch's records stay columns
-        (:class:`DecodedRecords`) until taken."""
+    def next_batch(self) -> LazyRecords | list[ConsumerRecord] | None:
+        """Like :meth:`next_records`, but a v2 batch's records are built only as they are
+        taken (:data:`LazyRecords`)."""
         data = self.data
         pos = self.pos
         if len(data) - pos < LOG_OVERHEAD + 5:
@@ -122,22 +124,12 @@ class BatchCursor:
         self.position = max(position, info.offset + 1)
         return out
 
-    def _v2(self, data: memoryview, pos: int, size: int) -> DecodedRecords | list[ConsumerRecord]:
-        (
-            base_offset,
-            _length,
-            _epoch,
-            _magic,
-            crc,
-            attributes,
-            last_offset_delta,
-            base_ts,
-            max_ts,
-            _pid,
-            _pepoch,
-            _seq,
-            count,
-        ) = _HEADER.unpack_from(data, pos)
+    def _v2(self, data: memoryview, pos: int, size: int) -> LazyRecords | list[ConsumerRecord]:
+        # baseOffset, (length, epoch, magic), crc, attributes, lastOffsetDelta, baseTimestamp,
+        # maxTimestamp, (producerId, producerEpoch, baseSequence), count
+        base_offset, crc, attributes, last_offset_delta, base_ts, max_ts, count = (
+            _HEADER.unpack_from(data, pos)
+        )
         if size < HEADER_SIZE:
             raise CorruptRecordError(f"batch of {size} bytes is shorter than its header")
         if crc32c(data[pos + 21 : pos + size]) != crc:
@@ -301,55 +293,12 @@ class DecodedRecords:
         )
 
 
-class NativeRecords(DecodedRecords):
-    """The records of one batch decoded by the C decoder (``odradek.client._record_decoder``): it
-    checked the whole body when the batch was read and builds each ConsumerRecord straight
-    from the body's bytes when it is taken. The column slots of :class:`DecodedRecords` are
-    unused."""
-
-    __slots__ = ("native",)
-
-    def __init__(self, records: Any) -> None:  # a client._record_decoder.Records
-        self.native = records
-
-    def __len__(self) -> int:
-        return len(self.native)
-
-    def take(self, n: int) -> list[ConsumerRecord]:
-        """The next ``n`` records (fewer if fewer are left), as ConsumerRecords."""
-        return self.native.take(n)  # type: ignore[no-any-return]
-
-
-def decode_native(
-    body: bytes,
-    count: int,
-    base_offset: int,
-    base_ts: int,
-    log_append_ts: int | None,
-    ts_type: int,
-    topic: str,
-    partition: int,
-    min_offset: int,
-) -> NativeRecords:
-    """:func:`decode_columns` by the C decoder (only when it is loaded)."""
-    assert _native is not None
-    return NativeRecords(
-        _native.Records(
-            body,
-            count,
-            base_offset,
-            base_ts,
-            log_append_ts,
-            ts_type,
-            topic,
-            partition,
-            min_offset,
-        )
-    )
-
-
-# what BatchCursor decodes v2 bodies with
-decode_body = decode_columns if _native is None else decode_native
+#: what BatchCursor decodes v2 bodies with: :func:`decode_columns`, or the C decoder's
+#: ``Records`` (the same arguments; it checks the whole body at once and builds each
+#: ConsumerRecord from the body's bytes as it is taken, by ``take(n)``)
+decode_body: Any = decode_columns if _native is None else _native.Records
+#: a v2 batch's records, built as they are taken: ``take(n)`` and ``len()``
+LazyRecords = Any  # DecodedRecords, or the C decoder's Records
 
 
 def iter_records(
@@ -357,5 +306,5 @@ def iter_records(
 ) -> Iterator[ConsumerRecord]:
     """Every record of the whole batches in ``data`` at or after ``position``."""
     cursor = BatchCursor(topic, partition, data, position)
-    while (records := cursor.next_batch()) is not None:
+    while (records := cursor.next_records()) is not None:
         yield from records

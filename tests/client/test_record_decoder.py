@@ -1,5 +1,5 @@
 """The consumer's two RecordBatch v2 body decoders side by side: the C one
-(``odradek.client._record_decoder``, :class:`odradek.client.records.NativeRecords`) and the
+(``odradek.client._record_decoder``, ``Records``) and the
 pure-Python one (:func:`odradek.client.records.decode_columns`). On every input both must give the
 same records (and those the batch was built from), or both raise CorruptRecordError — never anything
 else, never a crash. Batches are built here byte by byte (offset-delta gaps, extreme
@@ -63,7 +63,7 @@ def test_the_environment_selects_the_decoder() -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_ODRADEK_EXTENSIONS"}
     run = [sys.executable, "-c", code]
     native = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
-    assert native.stdout.strip() == "decode_native"
+    assert native.stdout.strip() == "Records"
     env["NO_ODRADEK_EXTENSIONS"] = "1"
     pure = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
     assert pure.stdout.strip() == "decode_columns"
@@ -110,15 +110,12 @@ def frame(
 @contextmanager
 def decoder(kind: str) -> Iterator[None]:
     """BatchCursor decodes with the C (``"c"``) or the pure-Python (``"pure"``) decoder."""
-    saved = client_records.decode_body, client_records._native
-    client_records._native = C
-    client_records.decode_body = (
-        client_records.decode_native if kind == "c" else client_records.decode_columns
-    )
+    saved = client_records.decode_body
+    client_records.decode_body = C.Records if kind == "c" else client_records.decode_columns
     try:
         yield
     finally:
-        client_records.decode_body, client_records._native = saved
+        client_records.decode_body = saved
 
 
 Outcome = tuple[str, object]
