@@ -67,19 +67,19 @@ class NativeSession:
         if groups is not None:
             self._handlers.update(
                 {
-                    m.HeartbeatRequest: groups.heartbeat,
-                    m.LeaveGroupRequest: groups.leave_group,
-                    m.OffsetFetchRequest: groups.offset_fetch,
-                    m.ListGroupsRequest: groups.list_groups,
-                    m.DescribeGroupsRequest: groups.describe_groups,
+                    m.HeartbeatRequest: groups.membership.heartbeat,
+                    m.LeaveGroupRequest: groups.membership.leave_group,
+                    m.OffsetFetchRequest: groups.offsets.offset_fetch,
+                    m.ListGroupsRequest: groups.admin.list_groups,
+                    m.DescribeGroupsRequest: groups.admin.describe_groups,
                 }
             )
             peer = conn.peer
             self._waiting |= {
-                m.JoinGroupRequest: lambda req: groups.join_group(req, peer),
-                m.SyncGroupRequest: groups.sync_group,
-                m.OffsetCommitRequest: groups.offset_commit,
-                m.DeleteGroupsRequest: groups.delete_groups,
+                m.JoinGroupRequest: lambda req: groups.membership.join_group(req, peer),
+                m.SyncGroupRequest: groups.membership.sync_group,
+                m.OffsetCommitRequest: groups.offsets.offset_commit,
+                m.DeleteGroupsRequest: groups.admin.delete_groups,
             }
 
     async def dispatch(self, body: bytes) -> None:

@@ -252,7 +252,7 @@ def test_a_partition_whose_replay_cannot_finish_is_not_served_stale(tmp_path: Pa
 
         api = GroupApi.__new__(GroupApi)
         api.loading, api._unloaded, api._offsets_partitions = False, loaded.incomplete, 2
-        assert api._availability(damaged) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-        assert api._availability(healthy) == ErrorCode.NONE
+        assert api.availability(damaged) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert api.availability(healthy) == ErrorCode.NONE
     finally:
         manager.shutdown()
