@@ -37,7 +37,7 @@ from odradek.protocol.acl import Operation, ResourceType
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import Buffer
-from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.record_batch import CorruptRecordError
 from odradek.protocol.validate import (
     DecompressionBudget,
     has_compressed_batch,

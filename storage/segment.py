@@ -51,16 +51,15 @@ from crc32c import crc32c
 
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     CRC_START,
     HEADER_SIZE,
     MAGIC_OFFSET,
     MAGIC_V2,
     CorruptRecordError,
-    Record,
-    decode_records,
     parse_batch_header,
 )
+from odradek.protocol.records import Record, decode_records
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex

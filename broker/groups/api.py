@@ -52,8 +52,8 @@ from odradek.broker.groups.offsets import (
 from odradek.broker.groups.store import Loaded, OffsetStore, load
 from odradek.broker.security.authorizer import allowed
 from odradek.protocol.acl import Operation, ResourceType
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import encode_batch
 from odradek.storage.errors import RecordTooLargeError, StorageError
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from odradek.broker.groups.offsets import (
     partition_for,
 )
 from odradek.broker.groups.store import OffsetStore, load
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 

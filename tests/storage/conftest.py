@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records import Record, decode_records, encode_batch, validate_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import validate_batch
+from odradek.protocol.records import Record, decode_records
 from odradek.storage.checkpoints import CheckpointError
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import StorageError
