@@ -52,7 +52,7 @@ from odradek.storage.errors import (
     UnknownTopicOrPartitionError,
 )
 from odradek.storage.log import Log
-from odradek.storage.segment import FileRegion
+from odradek.storage.segment_file import FileRegion
 from odradek.storage.topics import is_internal, validate_topic_name
 
 __all__ = ["DataApi", "Reply", "Section"]

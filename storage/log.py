@@ -55,7 +55,8 @@ from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCac
 from odradek.storage.loader import load_log
 from odradek.storage.producer_snapshot import delete_snapshots, sync_snapshot, take_snapshot
 from odradek.storage.producer_state import ProducerStateManager
-from odradek.storage.segment import FileRegion, LogSegment
+from odradek.storage.segment import LogSegment
+from odradek.storage.segment_file import FileRegion
 from odradek.storage.segment_list import SegmentList
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]

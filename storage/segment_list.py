@@ -18,7 +18,7 @@ Invariants:
 - A segment that leaves the list has its files renamed to ``.deleted``; they stay open (and
   readable) and are closed and unlinked only ``file.delete.delay.ms`` later
   (:meth:`SegmentList.take_due_deletions`); a closed segment's flush is a no-op. A fetch's
-  :class:`~odradek.storage.segment.FileRegion` being sent holds its file, so even a close (that
+  :class:`~odradek.storage.segment_file.FileRegion` being sent holds its file, so even a close (that
   delay, DeleteTopics, shutdown) leaves the descriptor open until the send is done.
 
 Crash safety: every state a crash can leave is one the loader (:mod:`odradek.storage.loader`)
@@ -36,7 +36,8 @@ from pathlib import Path
 
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX
-from odradek.storage.segment import FileRegion, LogSegment
+from odradek.storage.segment import LogSegment
+from odradek.storage.segment_file import FileRegion
 
 __all__ = ["SegmentList"]
 

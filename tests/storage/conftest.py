@@ -15,7 +15,7 @@ from odradek.storage.checkpoints import CheckpointError
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import StorageError
 from odradek.storage.log import Log
-from odradek.storage.segment import FileRegion
+from odradek.storage.segment_file import FileRegion
 
 TOPIC = "orders"
 
