@@ -42,13 +42,13 @@ from odradek.broker.groups.offsets import (
     GroupKey,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     encode_group_key,
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
     partition_for,
 )
+from odradek.broker.groups.schema import RecordFormatError
 from odradek.broker.groups.store import Loaded, OffsetStore, load
 from odradek.broker.security.authorizer import allowed
 from odradek.protocol.acl import Operation, ResourceType

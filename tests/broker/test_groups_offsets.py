@@ -12,7 +12,6 @@ from odradek.broker.groups.offsets import (
     MemberValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -23,6 +22,7 @@ from odradek.broker.groups.offsets import (
     java_string_hashcode,
     partition_for,
 )
+from odradek.broker.groups.schema import RecordFormatError
 from odradek.broker.groups.store import OffsetStore, load
 from odradek.protocol.batch_builder import encode_batch
 from odradek.storage.config import LogConfig
