@@ -33,7 +33,7 @@ from bench.common import (
     percentile,
 )
 from odradek.protocol import messages as m
-from odradek.protocol.records import BatchBuilder, encode_batch
+from odradek.protocol.batch_builder import BatchBuilder, encode_batch
 from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,

@@ -34,7 +34,7 @@ from bench.storage import Params as StorageParams
 from bench.storage import build_batches
 from odradek.protocol import messages as m
 from odradek.protocol.frames import NATIVE_PREFACE
-from odradek.protocol.records import HEADER_SIZE, parse_batch_header
+from odradek.protocol.record_batch import HEADER_SIZE, parse_batch_header
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 

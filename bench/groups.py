@@ -46,8 +46,8 @@ from odradek.broker.groups.offsets import (
 )
 from odradek.client import Consumer, TopicPartition
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode as E
-from odradek.protocol.records import encode_batch
 from tests.broker.test_groups_api import FAST, Member, form_generation
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess

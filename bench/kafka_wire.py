@@ -23,7 +23,7 @@ from bench.common import Stopwatch
 from bench.fetch import _read_exactly
 from odradek.protocol import kafka
 from odradek.protocol.frames import frame_prefix
-from odradek.protocol.records import HEADER_SIZE, parse_batch_header
+from odradek.protocol.record_batch import HEADER_SIZE, parse_batch_header
 from tests.broker.kafka.kwire import fetch_fields
 
 __all__ = ["FETCH_KEY", "PRODUCE_KEY", "KafkaSocket", "kafka_produce", "kafka_read_partition"]

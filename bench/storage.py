@@ -42,7 +42,8 @@ from bench.common import (
     median,
     percentile,
 )
-from odradek.protocol.records import BatchBuilder, parse_batch_header
+from odradek.protocol.batch_builder import BatchBuilder
+from odradek.protocol.record_batch import parse_batch_header
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 

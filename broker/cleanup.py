@@ -54,7 +54,7 @@ import anyio.to_thread
 
 from odradek.broker.context import BrokerContext
 from odradek.protocol.compression import CompressionError
-from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.record_batch import CorruptRecordError
 from odradek.protocol.validate import stored_batch_bound
 from odradek.storage.cleaner.clean import (
     CleaningStats,

@@ -76,7 +76,7 @@ from odradek.protocol.frames import (
     FrameDecoder,
     FrameError,
 )
-from odradek.storage.segment import FileRegion
+from odradek.storage.segment_file import FileRegion
 
 __all__ = ["Apis", "Connection", "Session"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from odradek.protocol.compression import CompressionError, DecompressionLimitError
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import CorruptRecordError, InvalidRecordError
+from odradek.protocol.record_batch import CorruptRecordError, InvalidRecordError
 from odradek.storage.errors import (
     InvalidConfigError,
     InvalidProducerEpochError,

@@ -4,7 +4,7 @@ reply (docs/protocol.md, "The native protocol").
 Responses carry the request's correlation id and may leave out of order: a request that waits
 (Produce with ``acks=all``, Fetch, JoinGroup, SyncGroup, OffsetCommit, DeleteGroups) is
 answered by a task of its own while the reader goes on. Appends still happen in the reader, in
-arrival order (:meth:`odradek.broker.data.DataApi.produce`).
+arrival order (:meth:`odradek.broker.produce.ProduceApi.produce`).
 
 An unsupported version is answered ``UNSUPPORTED_VERSION`` and the connection stays open (its
 frame boundaries are intact); a request for a known api this broker does not serve is
@@ -17,7 +17,7 @@ import functools
 import time
 from typing import TYPE_CHECKING, Any
 
-from odradek.broker.data import Reply
+from odradek.broker.fetch import Reply
 from odradek.broker.metrics import Histogram
 from odradek.broker.security import sasl
 from odradek.protocol import messages as m
@@ -67,19 +67,19 @@ class NativeSession:
         if groups is not None:
             self._handlers.update(
                 {
-                    m.HeartbeatRequest: groups.heartbeat,
-                    m.LeaveGroupRequest: groups.leave_group,
-                    m.OffsetFetchRequest: groups.offset_fetch,
-                    m.ListGroupsRequest: groups.list_groups,
-                    m.DescribeGroupsRequest: groups.describe_groups,
+                    m.HeartbeatRequest: groups.membership.heartbeat,
+                    m.LeaveGroupRequest: groups.membership.leave_group,
+                    m.OffsetFetchRequest: groups.offsets.offset_fetch,
+                    m.ListGroupsRequest: groups.admin.list_groups,
+                    m.DescribeGroupsRequest: groups.admin.describe_groups,
                 }
             )
             peer = conn.peer
             self._waiting |= {
-                m.JoinGroupRequest: lambda req: groups.join_group(req, peer),
-                m.SyncGroupRequest: groups.sync_group,
-                m.OffsetCommitRequest: groups.offset_commit,
-                m.DeleteGroupsRequest: groups.delete_groups,
+                m.JoinGroupRequest: lambda req: groups.membership.join_group(req, peer),
+                m.SyncGroupRequest: groups.membership.sync_group,
+                m.OffsetCommitRequest: groups.offsets.offset_commit,
+                m.DeleteGroupsRequest: groups.admin.delete_groups,
             }
 
     async def dispatch(self, body: bytes) -> None:
@@ -106,7 +106,9 @@ class NativeSession:
             if acks_all:
                 await conn.reserve()
             try:
-                work = await self.data.produce(request, raw)  # appends now, in arrival order
+                work = await self.data.produce_api.produce(
+                    request, raw
+                )  # appends now, in arrival order
             except Exception as exc:
                 work = _raise(exc)  # answered by _answer, as a handler's failure
             if acks_all:
@@ -115,7 +117,9 @@ class NativeSession:
                 await self._answer(work, request, started_s)
         elif isinstance(request, m.FetchRequest):
             await conn.reserve()
-            conn.start_reserved(self._answer, self.data.fetch(request), request, started_s)
+            conn.start_reserved(
+                self._answer, self.data.fetch_api.fetch(request), request, started_s
+            )
         elif (waiting := self._waiting.get(type(request))) is not None:
             await conn.reserve()
             conn.start_reserved(self._answer, waiting(request), request, started_s)

@@ -27,7 +27,7 @@
  * never read (every byte read is at an index below `len`, checked first).
  *
  * Rules, checked in this order for each record i (any failure raises
- * protocol.records.InvalidRecordError, "record i: ..."):
+ * protocol.record_batch.InvalidRecordError, "record i: ..."):
  *   1. a record starts before the end of the body ("batch declares N records but holds i");
  *   2. every varint has a byte to read and ends within 10 bytes;
  *   3. 6 <= length and the record ends within the body (record_end = pos + length);
@@ -58,7 +58,7 @@ typedef __int128 wide;
 #define MAX_VARINT_BYTES 10
 #define RELEASE_GIL_BYTES (64 * 1024)
 
-static PyObject *invalid_record_error; /* protocol.records.InvalidRecordError */
+static PyObject *invalid_record_error; /* protocol.record_batch.InvalidRecordError */
 
 /* What broke, and where: the walk runs without the GIL, the message is built after it. */
 typedef enum {
@@ -343,7 +343,7 @@ PyMODINIT_FUNC
 PyInit__validate(void)
 {
     if (invalid_record_error == NULL) {
-        PyObject *records = PyImport_ImportModule("odradek.protocol.records");
+        PyObject *records = PyImport_ImportModule("odradek.protocol.record_batch");
         if (records == NULL)
             return NULL;
         invalid_record_error = PyObject_GetAttrString(records, "InvalidRecordError");

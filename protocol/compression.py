@@ -45,7 +45,7 @@ _BLOCK_LENGTH = struct.Struct(">i")
 GZIP_LEVEL = 6
 ZSTD_LEVEL = 3
 
-# Codec ids as in attribute bits 0-2 (protocol.records.Compression).
+# Codec ids as in attribute bits 0-2 (protocol.record_batch.Compression).
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
 

@@ -39,14 +39,14 @@ import zlib
 from typing import NamedTuple
 
 from odradek.protocol import compression as _compression
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     Buffer,
     CorruptRecordError,
-    Record,
     TimestampType,
 )
+from odradek.protocol.records import Record
 
 __all__ = ["LegacyEntry", "decode_legacy_records", "validate_legacy_entry"]
 
@@ -93,7 +93,7 @@ def validate_legacy_entry(buf: Buffer, pos: int = 0) -> LegacyEntry:
     """Check the v0/v1 entry at ``buf[pos:]``: length, magic and CRC-32. Returns its header.
 
     The buffer may continue past the entry; it may not end before it. Raises
-    :class:`~odradek.protocol.records.CorruptRecordError` naming the first rule that fails.
+    :class:`~odradek.protocol.record_batch.CorruptRecordError` naming the first rule that fails.
     """
     available = len(buf) - pos
     if available < LOG_OVERHEAD + RECORD_OVERHEAD_V0:

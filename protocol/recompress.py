@@ -20,7 +20,7 @@ and decompressed here.
 from __future__ import annotations
 
 from odradek.protocol import compression as _compression
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     HEADER_SIZE,
     Buffer,
     Compression,

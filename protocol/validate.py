@@ -6,7 +6,7 @@ record, or bytes that are no record at all. Appending such a batch would let the
 jump past what a segment can index and plant a batch no consumer can read. So before a batch
 is appended, :func:`validate_produced_batch`:
 
-1. checks the envelope (:func:`~odradek.protocol.records.validate_client_batch`: size, magic 2,
+1. checks the envelope (:func:`~odradek.protocol.record_batch.validate_client_batch`: size, magic 2,
    CRC-32C, ``recordCount > 0``, ``lastOffsetDelta == recordCount - 1``, not a control batch,
    a sequence number if it has a producer id);
 2. decompresses the body within a :class:`DecompressionBudget`
@@ -20,8 +20,8 @@ is appended, :func:`validate_produced_batch`:
    maxTimestamp).
 
 Errors, as Kafka chooses them: a sound envelope whose contents break a rule raises
-:class:`~odradek.protocol.records.InvalidRecordError` (INVALID_RECORD); a bad envelope or a body
-its codec cannot decode raises :class:`~odradek.protocol.records.CorruptRecordError` or
+:class:`~odradek.protocol.record_batch.InvalidRecordError` (INVALID_RECORD); a bad envelope or a
+body its codec cannot decode raises :class:`~odradek.protocol.record_batch.CorruptRecordError` or
 :class:`~odradek.protocol.compression.CompressionError` (CORRUPT_MESSAGE); over the budget,
 :class:`~odradek.protocol.compression.DecompressionLimitError`.
 
@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 from odradek.protocol import native
 from odradek.protocol.compression import DecompressionLimitError, decompress_bounded
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,

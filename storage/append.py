@@ -32,7 +32,7 @@ import struct
 from typing import NamedTuple
 
 from odradek.protocol.recompress import recompress_batch, target_codec
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     ATTR_LOG_APPEND_TIME,
     HEADER_SIZE,
     MAGIC_OFFSET,

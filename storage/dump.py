@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.protocol.records import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
+from odradek.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
 from odradek.storage.dump_decompress import BoundedDecompressor
 from odradek.storage.dump_format import (
     INT32_MAX,

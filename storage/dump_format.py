@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_DELETE_HORIZON,
     ATTR_LOG_APPEND_TIME,
@@ -33,10 +33,9 @@ from odradek.protocol.records import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     CorruptRecordError,
-    Record,
-    decode_records,
     parse_batch_header,
 )
+from odradek.protocol.records import Record, decode_records
 from odradek.storage.dump_decompress import BoundedDecompressor, DecompressedTooLarge
 from odradek.storage.scan import EntryInfo
 

@@ -19,6 +19,10 @@ Files a crash can leave behind and what happens to them, in order:
    indexes are missing. Segments below the recovery point keep their data; their indexes are
    sanity-checked and rebuilt if wrong. After a clean shutdown nothing is rescanned.
 6. An empty directory gets one empty segment at the log start offset.
+7. What is derived from the segments is rebuilt (:func:`load_log`): the producer state from
+   its newest usable snapshot and the batches after it
+   (:func:`odradek.storage.producer_snapshot.rebuild`), and the leader epochs from their
+   checkpoint, clamped to the log's offsets.
 
 Torn tail or damage (rule 5 found an invalid byte). On one node there is no replica to refill
 lost records, so recovery only drops bytes a crash can have torn:
@@ -52,10 +56,13 @@ from pathlib import Path
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import LogCorruptedError
 from odradek.storage.index import CorruptIndexError
+from odradek.storage.leader_epoch import LeaderEpochCache
+from odradek.storage.producer_snapshot import rebuild
+from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scan import scan_entries
 from odradek.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 
-__all__ = ["LoadResult", "load_segments"]
+__all__ = ["LoadResult", "LoadedLog", "load_log", "load_segments"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +79,18 @@ class LoadResult:
     next_offset: int
     recovery_point: int
     truncated_bytes: int
+
+
+@dataclass
+class LoadedLog:
+    """A partition as the loader leaves it: its segments, offsets and derived state."""
+
+    segments: list[LogSegment]
+    log_start_offset: int
+    recovery_point: int
+    next_offset: int
+    producer_state: ProducerStateManager
+    leader_epochs: LeaderEpochCache
 
 
 def _base_offset(name: str) -> int | None:
@@ -271,3 +290,45 @@ def load_segments(
     next_offset = segments[-1].next_offset_from_data()
     recovery_point = next_offset if clean_shutdown else min(recovery_point, next_offset)
     return LoadResult(segments, next_offset, recovery_point, truncated_total)
+
+
+def load_log(
+    directory: Path,
+    config: LogConfig,
+    *,
+    now_ms: int,
+    log_start_offset: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+) -> LoadedLog:
+    """Steps 1-6 (:func:`load_segments`), then step 7; on failure every segment is closed."""
+    loaded = load_segments(
+        directory,
+        config,
+        log_start_offset=log_start_offset,
+        recovery_point=recovery_point,
+        clean_shutdown=clean_shutdown,
+    )
+    start = max(min(log_start_offset, loaded.next_offset), loaded.segments[0].base_offset)
+    try:
+        state = ProducerStateManager(config.producer_id_expiration_ms)
+        rebuild(
+            directory,
+            state,
+            loaded.segments,
+            log_start_offset=start,
+            log_end_offset=loaded.next_offset,
+            clean_shutdown=clean_shutdown,
+            now_ms=now_ms,
+        )
+        state.remove_expired_producers(now_ms)
+        epochs = LeaderEpochCache.load(
+            directory, log_start_offset=start, log_end_offset=loaded.next_offset
+        )
+    except BaseException:
+        for segment in loaded.segments:
+            segment.close()
+        raise
+    return LoadedLog(
+        loaded.segments, start, loaded.recovery_point, loaded.next_offset, state, epochs
+    )

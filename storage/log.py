@@ -33,14 +33,8 @@ acknowledging ``acks=all``). After a crash, the loader re-validates from the rec
 Removing and replacing segments (retention, :mod:`odradek.storage.retention`; compaction,
 :mod:`odradek.storage.cleaner`) happens only in :meth:`remove_segments` and
 :meth:`replace_segments`, which the broker calls on the event-loop thread, the thread that appends
-and reads. They never touch the active segment, and they change the segment list by building a new
-list and assigning it (with ``_base_offsets``) in one go, so a reader on the loop sees the old list
-or the new one. Code in other threads holding the old list or an old segment (the group-commit
-flush, the cleaner) keeps working: a removed segment's files are renamed to ``.deleted``, stay
-open (and readable) and are closed and unlinked only ``file.delete.delay.ms`` later
-(:meth:`take_due_deletions`); a closed segment's flush is a no-op. A fetch's
-:class:`FileRegion` being sent holds its file, so even a close (that delay, DeleteTopics,
-shutdown) leaves the descriptor open until the send is done.
+and reads. Here the log moves its offsets; :mod:`odradek.storage.segment_list` changes the list
+and the files, with the rules that keep concurrent readers and a crash safe.
 
 Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
 with a keyless record is refused (INVALID_RECORD), as Kafka refuses it.
@@ -48,7 +42,6 @@ with a keyless record is refused (INVALID_RECORD), as Kafka refuses it.
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,19 +49,15 @@ from typing import NamedTuple
 
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DecompressionBudget
 from odradek.storage.append import PreparedAppend, place_batches, prepare_append
-from odradek.storage.atomic import fsync_directory
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
 from odradek.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochCache
-from odradek.storage.loader import DELETED_SUFFIX, SWAP_SUFFIX, load_segments
-from odradek.storage.producer_snapshot import (
-    delete_snapshots,
-    rebuild,
-    sync_snapshot,
-    take_snapshot,
-)
+from odradek.storage.loader import load_log
+from odradek.storage.producer_snapshot import delete_snapshots, sync_snapshot, take_snapshot
 from odradek.storage.producer_state import ProducerStateManager
-from odradek.storage.segment import FileRegion, LogSegment
+from odradek.storage.segment import LogSegment
+from odradek.storage.segment_file import FileRegion
+from odradek.storage.segment_list import SegmentList
 
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
@@ -119,8 +108,7 @@ class Log:
         self.topic = topic
         self.partition = partition
         self.config = config
-        self.segments = segments
-        self._base_offsets = [s.base_offset for s in segments]
+        self._segments = SegmentList(directory, segments)
         self.log_start_offset = max(log_start_offset, segments[0].base_offset)
         self.recovery_point = recovery_point
         self.next_offset = next_offset
@@ -130,8 +118,6 @@ class Log:
         self._last_flush_ms = now_ms
         # Producer snapshots written at a roll without fsync; the next flush syncs them.
         self._unsynced_snapshots: list[Path] = []
-        # Segments that left the log: (when their files may be deleted, the segment).
-        self._pending_deletions: list[tuple[int, LogSegment]] = []
         # The cleaner's progress (cleaner-offset-checkpoint): offsets below it are compacted.
         self.first_dirty_offset = self.log_start_offset
         # Derived from the .snapshot files and the log (Log.open rebuilds them).
@@ -159,50 +145,36 @@ class Log:
         """Load (or create) the log in ``directory``, recovering as :mod:`odradek.storage.loader`
         says."""
         directory.mkdir(parents=True, exist_ok=True)
-        loaded = load_segments(
+        loaded = load_log(
             directory,
             config,
+            now_ms=now_ms,
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
             clean_shutdown=clean_shutdown,
         )
-        start = max(min(log_start_offset, loaded.next_offset), loaded.segments[0].base_offset)
-        try:
-            state = ProducerStateManager(config.producer_id_expiration_ms)
-            rebuild(
-                directory,
-                state,
-                loaded.segments,
-                log_start_offset=start,
-                log_end_offset=loaded.next_offset,
-                clean_shutdown=clean_shutdown,
-                now_ms=now_ms,
-            )
-            state.remove_expired_producers(now_ms)
-            epochs = LeaderEpochCache.load(
-                directory, log_start_offset=start, log_end_offset=loaded.next_offset
-            )
-        except BaseException:
-            for segment in loaded.segments:
-                segment.close()
-            raise
         return cls(
             directory,
             topic,
             partition,
             config,
             loaded.segments,
-            log_start_offset=start,
+            log_start_offset=loaded.log_start_offset,
             recovery_point=loaded.recovery_point,
             next_offset=loaded.next_offset,
             now_ms=now_ms,
-            producer_state=state,
-            leader_epochs=epochs,
+            producer_state=loaded.producer_state,
+            leader_epochs=loaded.leader_epochs,
         )
 
     @property
+    def segments(self) -> list[LogSegment]:
+        """The segments by base offset, the active one last (replaced whole when one goes)."""
+        return self._segments.segments
+
+    @property
     def active_segment(self) -> LogSegment:
-        return self.segments[-1]
+        return self._segments.active
 
     @property
     def size_bytes(self) -> int:
@@ -319,8 +291,7 @@ class Log:
             index_interval_bytes=self.config.index_interval_bytes,
             max_index_bytes=self.config.segment_index_bytes,
         )
-        self.segments.append(segment)
-        self._base_offsets.append(segment.base_offset)
+        self._segments.add(segment)
         self._active_created_ms = now_ms
         # Kafka snapshots the producer state at the new segment's base offset, so recovery
         # can start there and replay that segment only.
@@ -343,14 +314,7 @@ class Log:
         target = self.next_offset
         if target == self.recovery_point:
             return
-        # One snapshot of the list: this runs in the group-commit thread while the event loop
-        # may replace the list (a removed segment is flushed anyway, harmlessly).
-        segments = self.segments
-        recovery_point = self.recovery_point
-        for i, segment in enumerate(segments):
-            following = segments[i + 1] if i + 1 < len(segments) else None
-            if following is None or following.base_offset > recovery_point:
-                segment.flush()
+        self._segments.flush(self.recovery_point)
         # Two flushes may overlap (the group-commit thread and flush.messages): never go back.
         self.recovery_point = max(self.recovery_point, target)
         self._unflushed_messages = 0
@@ -369,19 +333,10 @@ class Log:
             raise OffsetOutOfRangeError(offset, start, end)
         if offset == end:
             return FetchInfo(None, end, start)
-        index = max(0, bisect.bisect_right(self._base_offsets, offset) - 1)
-        segments = self.segments
-        for i in range(index, len(segments)):
-            segment = segments[i]
-            # A segment before the published one is complete; the published one is read up
-            # to the published position only; later ones hold nothing published yet.
-            limit = end_position if segment is end_segment else None
-            region = segment.read(
-                offset, max_bytes, max_position=limit, min_one_message=min_one_message
-            )
-            if region is not None or segment is end_segment:
-                return FetchInfo(region, end, start)
-        return FetchInfo(None, end, start)
+        region = self._segments.read(
+            offset, max_bytes, (end_segment, end_position), min_one_message=min_one_message
+        )
+        return FetchInfo(region, end, start)
 
     def offset_for_timestamp(
         self, timestamp_ms: int, max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
@@ -397,15 +352,9 @@ class Log:
             return self.log_start_offset, -1
         if timestamp_ms == LATEST_TIMESTAMP:
             return self.next_offset, -1
-        for segment in list(self.segments):
-            if segment.max_timestamp < timestamp_ms:
-                continue
-            found = segment.find_offset_by_timestamp(
-                timestamp_ms, self.log_start_offset, max_body_bytes
-            )
-            if found is not None:
-                return found
-        return None
+        return self._segments.find_offset_by_timestamp(
+            timestamp_ms, self.log_start_offset, max_body_bytes
+        )
 
     # -- log start and end ---------------------------------------------------------------
 
@@ -425,19 +374,13 @@ class Log:
 
     # -- removing and replacing segments (event-loop thread; see the module docstring) -----
 
-    def _set_segments(self, segments: list[LogSegment]) -> None:
-        self.segments = segments
-        self._base_offsets = [s.base_offset for s in segments]
-
     def remove_segments(self, doomed: Sequence[LogSegment], *, now_ms: int) -> int:
         """Drop the oldest ``len(doomed)`` segments (retention); returns the new log start.
 
         ``doomed`` must be the head of the segment list. If it is the whole list, the active
         segment is rolled first, so the log keeps an (empty) active segment at its end offset.
         The log start offset moves to the first remaining segment's base offset (it never moves
-        back); the files are renamed to ``.deleted`` and deleted ``file.delete.delay.ms``
-        later (:meth:`take_due_deletions`). A crash after any rename leaves either a live
-        segment the next retention pass deletes again or a ``.deleted`` file the loader deletes.
+        back); the files go as :meth:`SegmentList.remove_oldest` says.
         """
         count = len(doomed)
         if count == 0:
@@ -448,65 +391,27 @@ class Log:
             self.roll(now_ms)
             if self.active_segment in doomed:  # the active segment was empty: keep it
                 count -= 1
-                doomed = doomed[:count]
-        remaining = self.segments[count:]
-        self._set_segments(remaining)
-        self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+        self.log_start_offset = max(self.log_start_offset, self.segments[count].base_offset)
         self.first_dirty_offset = max(self.first_dirty_offset, self.log_start_offset)
-        self._schedule_deletion(doomed, now_ms)
+        removed = self._segments.remove_oldest(count, due_ms=self._deletion_due_ms(now_ms))
         # Kafka's deleteProducerSnapshots: the snapshots named by the removed segments go.
-        delete_snapshots(self.directory, [s.base_offset for s in doomed])
+        delete_snapshots(self.directory, [s.base_offset for s in removed])
         self._on_log_start_offset_moved()
         return self.log_start_offset
 
     def replace_segments(self, new: LogSegment, old: Sequence[LogSegment], *, now_ms: int) -> bool:
-        """Swap the cleaned segment ``new`` (``.cleaned`` files) in for ``old`` (compaction).
+        """Swap the cleaned segment ``new`` in for ``old`` (compaction), in the steps of
+        :meth:`SegmentList.replace`. False (``new`` deleted) if ``old`` is no longer a run of
+        inactive segments of this log (retention or a truncation got there first)."""
+        return self._segments.replace(new, old, due_ms=self._deletion_due_ms(now_ms))
 
-        Kafka's protocol, each step leaving a state the loader resolves
-        (:mod:`odradek.storage.loader`):
-
-        1. rename ``new``'s files ``.cleaned`` -> ``.swap`` and fsync the directory (crash:
-           the loader finishes the swap, or deletes a partial one that still has a ``.cleaned``
-           file, and the old segments stay);
-        2. put ``new`` in place of ``old`` in the segment list (memory only);
-        3. rename ``old``'s files to ``.deleted`` (crash: the loader deletes them and renames
-           the ``.swap`` to live);
-        4. rename ``new``'s files ``.swap`` -> live.
-
-        Returns False (and deletes ``new``) if ``old`` is no longer a run of inactive segments
-        of this log (retention or a truncation got there first).
-        """
-        segments = self.segments
-        start = next((i for i, s in enumerate(segments) if s is old[0]), None) if old else None
-        end = None if start is None else start + len(old)
-        if (
-            start is None
-            or end is None
-            or end >= len(segments)  # the active segment is never replaced
-            or any(a is not b for a, b in zip(segments[start:end], old, strict=True))
-        ):
-            new.delete_files()
-            return False
-        new.change_suffix(SWAP_SUFFIX)
-        fsync_directory(self.directory)
-        self._set_segments([*segments[:start], new, *segments[end:]])
-        self._schedule_deletion(old, now_ms)
-        new.change_suffix("")
-        return True
-
-    def _schedule_deletion(self, doomed: Sequence[LogSegment], now_ms: int) -> None:
-        due_ms = now_ms + self.config.file_delete_delay_ms
-        for segment in doomed:
-            segment.change_suffix(DELETED_SUFFIX)
-            self._pending_deletions.append((due_ms, segment))
+    def _deletion_due_ms(self, now_ms: int) -> int:
+        return now_ms + self.config.file_delete_delay_ms
 
     def take_due_deletions(self, now_ms: int) -> list[LogSegment]:
         """Segments whose ``file.delete.delay.ms`` has passed; the caller deletes their files
         (:meth:`LogSegment.delete_files`, possibly in another thread)."""
-        due = [s for t, s in self._pending_deletions if t <= now_ms]
-        if due:
-            self._pending_deletions = [(t, s) for t, s in self._pending_deletions if t > now_ms]
-        return due
+        return self._segments.take_due_deletions(now_ms)
 
     def close(self) -> None:
         """Flush, snapshot the producer state at the log end offset (a clean shutdown's
@@ -515,10 +420,7 @@ class Log:
         self.producer_state.map_end_offset = self.next_offset
         take_snapshot(self.directory, self.producer_state)
         self.leader_epochs.flush_if_dirty()
-        for segment in self.segments:
-            segment.close()
-        for _, segment in self._pending_deletions:
-            segment.close()
+        self._segments.close()
 
     def __repr__(self) -> str:
         return (

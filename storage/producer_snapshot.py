@@ -55,7 +55,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,

@@ -51,7 +51,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from odradek.protocol.records import BatchHeader
+from odradek.protocol.record_batch import BatchHeader
 from odradek.storage.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,

@@ -37,7 +37,8 @@ from odradek.storage.atomic import fsync_directory
 from odradek.storage.checkpoints import CLEAN_SHUTDOWN_FILE
 from odradek.storage.loader import TMP_SUFFIX
 from odradek.storage.scan import EntryInfo, InvalidEntry, validated_entries
-from odradek.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, offsets_problem
+from odradek.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from odradek.storage.segment_recovery import offsets_problem
 
 __all__ = ["DamagedRange", "SegmentReport", "inspect_partition", "repair_partition"]
 

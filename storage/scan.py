@@ -8,9 +8,9 @@ Every log entry, whatever its magic, starts with the same 17 bytes::
     16 magic         int8
 
 so the next entry always starts at ``position + 12 + length``. v2 entries are record batches
-(:mod:`odradek.protocol.records`); v0/v1 entries are legacy messages or compressed wrapper messages
-(:mod:`odradek.protocol.legacy`), which Kafka logs from before 0.11 hold and which are read, never
-written.
+(:mod:`odradek.protocol.record_batch`); v0/v1 entries are legacy messages or compressed wrapper
+messages (:mod:`odradek.protocol.legacy`), which Kafka logs from before 0.11 hold and which are
+read, never written.
 
 :func:`scan_entries` reads headers only (reads, lookups); :func:`validated_entries` reads and
 checks every entry in full (recovery, ``dump-log``), stopping at the first invalid byte.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol.legacy import validate_legacy_entry
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,

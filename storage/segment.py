@@ -14,7 +14,8 @@ Invariants:
    the last one; time index entries only when the max timestamp grows.
 
 Derived: both indexes, ``max_timestamp``. After an unclean shutdown they are rebuilt by
-:meth:`LogSegment.recover`, which re-validates every entry and reports the first invalid byte;
+:meth:`LogSegment.recover` from the valid prefix of the ``.log`` (what is valid, and whether
+the first invalid entry can be a torn write: :mod:`odradek.storage.segment_recovery`);
 the loader decides whether the bytes from there on are a torn tail to cut
 (:meth:`LogSegment.drop_invalid_tail`) or damage to leave in place (:mod:`.loader`).
 
@@ -34,8 +35,8 @@ it, ``.swap`` while it replaces others, ``.deleted`` once it left the log
 Concurrency: one writer. Readers may run in other threads: they read ``size_bytes`` once and
 never look past it, and use ``pread`` (no shared file position). The ``.log`` descriptor is a
 :class:`~odradek.storage.segment_file.SegmentFile`: :meth:`LogSegment.read` holds it while it
-scans, and a fetch holds its :class:`FileRegion`'s file until the region is sent, so closing a
-segment never lets its descriptor number be reused under a reader.
+scans, and a fetch holds its ``FileRegion``'s file (same module) until the region is sent, so
+closing a segment never lets its descriptor number be reused under a reader.
 """
 
 from __future__ import annotations
@@ -45,29 +46,19 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
-
-from crc32c import crc32c
 
 from odradek.protocol.compression import CompressionError
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import (
-    CRC_START,
-    HEADER_SIZE,
-    MAGIC_OFFSET,
-    MAGIC_V2,
-    CorruptRecordError,
-    Record,
-    decode_records,
-    parse_batch_header,
-)
+from odradek.protocol.record_batch import CorruptRecordError
+from odradek.protocol.records import Record, decode_records
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
 from odradek.storage.index import OffsetIndex, TimeIndex
-from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
-from odradek.storage.segment_file import SegmentFile
+from odradek.storage.scan import EntryInfo, scan_entries
+from odradek.storage.segment_file import FileRegion, SegmentFile
+from odradek.storage.segment_recovery import RecoveryResult, ValidPrefix
 
-__all__ = ["FileRegion", "LogSegment", "RecoveryResult", "offsets_problem", "segment_path"]
+__all__ = ["LogSegment", "segment_path"]
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -78,43 +69,6 @@ _BASE_OFFSET = struct.Struct(">q")
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / f"{base_offset:020d}{suffix}"
-
-
-def offsets_problem(entry: EntryInfo, base_offset: int, previous_last: int) -> str | None:
-    """Why a valid entry's offsets cannot follow ``previous_last`` in the segment at
-    ``base_offset`` (invariant 1 and 2), or None if they can."""
-    if entry.last_offset <= previous_last or not 0 <= entry.last_offset - base_offset <= INT32_MAX:
-        return (
-            f"offset {entry.last_offset} out of order or outside the segment "
-            f"(previous {previous_last})"
-        )
-    return None
-
-
-class FileRegion(NamedTuple):
-    """Bytes ``[position, position + length)`` of a segment file, for ``os.sendfile``.
-
-    Whoever sends it across waits must ``file.hold()`` it first and ``file.release()`` it
-    after: a held file stays open (and its bytes readable) even if the segment is deleted and
-    closed meanwhile (:mod:`odradek.storage.segment_file`).
-    """
-
-    file: SegmentFile
-    position: int
-    length: int
-
-
-class RecoveryResult(NamedTuple):
-    """What :meth:`LogSegment.recover` found: ``[0, valid_bytes)`` holds valid entries."""
-
-    valid_bytes: int
-    truncated_bytes: int  # invalid bytes after the valid prefix (cut off only if asked)
-    reason: str | None  # why validation stopped, if it did
-    next_offset: int = 0  # one past the last offset of the valid prefix
-    # Whether the first invalid entry looks like a write the crash cut short (incomplete,
-    # implausible size, bad checksum). False for an entry whose checksum is good but whose
-    # offsets do not fit: no torn write makes that, so it is damage, not a crash artifact.
-    torn_write_possible: bool = True
 
 
 class LogSegment:
@@ -306,31 +260,17 @@ class LogSegment:
         """Rebuild both indexes from the ``.log``; with ``truncate``, cut the file at the first
         invalid byte (the loader decides whether that is a torn tail, :mod:`.loader`).
 
-        Valid means: a complete entry with a good CRC, offsets inside this segment's range and
-        above those of the entry before it. Without ``truncate`` the ``.log`` is left as it is
+        Valid means what :mod:`odradek.storage.segment_recovery` says: a complete entry with a
+        good CRC, offsets inside this segment's range and above those of the entry before it.
+        Without ``truncate`` the ``.log`` is left as it is
         (only the derived indexes change) and ``size_bytes`` still covers the invalid bytes.
         """
         self.offset_index.truncate()
         self.time_index.truncate()
         self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
-        valid_bytes = 0
         since_index = 0
-        previous_last = self.base_offset - 1
-        reason = None
-        torn_write_possible = True
-        for entry in validated_entries(
-            self.file.fileno(), 0, self.size_bytes, max_entry_bytes=max_entry_bytes
-        ):
-            if isinstance(entry, InvalidEntry):
-                reason = entry.reason
-                torn_write_possible = not _checksum_intact(
-                    self.file.fileno(), entry.position, self.size_bytes
-                )
-                break
-            reason = offsets_problem(entry, self.base_offset, previous_last)
-            if reason is not None:
-                torn_write_possible = False
-                break
+        valid = ValidPrefix(self.file.fileno(), self.base_offset, self.size_bytes, max_entry_bytes)
+        for entry in valid:
             if entry.max_timestamp > self.max_timestamp:
                 self.max_timestamp = entry.max_timestamp
                 self._offset_of_max_timestamp = entry.last_offset
@@ -341,17 +281,9 @@ class LogSegment:
                 self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
                 since_index = 0
             since_index += entry.size_bytes
-            valid_bytes += entry.size_bytes
-            previous_last = entry.last_offset
         self._bytes_since_index_entry = since_index
         self._first_batch_timestamp = None
-        result = RecoveryResult(
-            valid_bytes,
-            self.size_bytes - valid_bytes,
-            reason,
-            previous_last + 1,
-            torn_write_possible,
-        )
+        result = valid.result()
         if truncate:
             self.drop_invalid_tail(result)
         return result
@@ -481,19 +413,6 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
-
-
-def _checksum_intact(fd: int, position: int, end: int) -> bool:
-    """Whether a complete v2 batch with a matching CRC-32C starts at ``position``. Such an
-    entry is no torn write: if it fails another check, the log is damaged, not torn."""
-    head = os.pread(fd, HEADER_SIZE, position)
-    if len(head) < HEADER_SIZE or head[MAGIC_OFFSET] != MAGIC_V2:
-        return False
-    header = parse_batch_header(head)
-    if not HEADER_SIZE <= header.size_bytes <= end - position:
-        return False
-    data = os.pread(fd, header.size_bytes, position)
-    return crc32c(memoryview(data)[CRC_START:]) == header.crc
 
 
 def _decode_entry(data: bytes, magic: int, max_body_bytes: int) -> list[Record]:

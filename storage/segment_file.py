@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import NamedTuple
 
 from odradek.storage.errors import SegmentClosedError
 
-__all__ = ["SegmentFile"]
+__all__ = ["FileRegion", "SegmentFile"]
 
 
 class SegmentFile:
@@ -104,3 +105,16 @@ class SegmentFile:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"SegmentFile({self.name}, {state}, holders={len(self._holds)})"
+
+
+class FileRegion(NamedTuple):
+    """Bytes ``[position, position + length)`` of a segment file, for ``os.sendfile``.
+
+    Whoever sends it across waits must ``file.hold()`` it first and ``file.release()`` it
+    after: a held file stays open (and its bytes readable) even if the segment is deleted and
+    closed meanwhile (the rules at the top of this module).
+    """
+
+    file: SegmentFile
+    position: int
+    length: int

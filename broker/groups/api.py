@@ -1,4 +1,11 @@
-"""The group APIs' handlers and the coordinator's timer task: the I/O side of consumer groups.
+"""The I/O side of consumer groups: the replay at start-up, the coordinator's timer task and
+every write to ``__consumer_offsets``.
+
+The request handlers are three families over one :class:`GroupApi`, each in a module of its
+own: :attr:`GroupApi.membership` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup:
+:mod:`~odradek.broker.groups.api_membership`), :attr:`GroupApi.offsets` (OffsetCommit,
+OffsetFetch: :mod:`~odradek.broker.groups.api_offsets`) and :attr:`GroupApi.admin` (ListGroups,
+DescribeGroups, DeleteGroups: :mod:`~odradek.broker.groups.api_admin`).
 
 Everything here runs on the event loop, as Produce does: a record for ``__consumer_offsets`` is
 appended through the same :meth:`Log.append` path, then made durable by the group commit
@@ -14,51 +21,48 @@ The timer task (:meth:`GroupApi.run`) fires the coordinator's deadlines, stores 
 records the coordinator queues (then reports them stored; each group's record is written or
 fails on its own, so one group's unwritable record or broken state never stalls another),
 checks once a second whether the partition counts of subscribed topics changed, and expires
-offsets (``offsets.retention.minutes``) every :data:`RETENTION_CHECK_MS`. A waiting JoinGroup or
-SyncGroup answers ``COORDINATOR_NOT_AVAILABLE`` when a graceful shutdown begins.
+offsets (``offsets.retention.minutes``) every :data:`RETENTION_CHECK_MS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
+from odradek.broker.groups.api_admin import GroupAdminApi
+from odradek.broker.groups.api_membership import MembershipApi
+from odradek.broker.groups.api_offsets import OffsetApi
 from odradek.broker.groups.coordinator import CoordinatorConfig, GroupCoordinator, StoreGroup
 from odradek.broker.groups.group import Group, GroupState
-from odradek.broker.groups.member import Pending
 from odradek.broker.groups.offsets import (
     OFFSETS_TOPIC,
     GroupKey,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     encode_group_key,
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
     partition_for,
 )
+from odradek.broker.groups.schema import RecordFormatError
 from odradek.broker.groups.store import Loaded, OffsetStore, load
 from odradek.broker.security.authorizer import allowed
-from odradek.protocol import messages as m
 from odradek.protocol.acl import Operation, ResourceType
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import encode_batch
 from odradek.storage.errors import RecordTooLargeError, StorageError
 
 if TYPE_CHECKING:
     from odradek.broker.context import BrokerContext
 
-__all__ = ["METADATA_MAX_BYTES", "RETENTION_CHECK_MS", "GroupApi"]
+__all__ = ["RETENTION_CHECK_MS", "GroupApi"]
 
 E = ErrorCode
-GROUP = ResourceType.GROUP
-T = TypeVar("T")
 TopicPartition = tuple[str, int]
-METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
 RETENTION_CHECK_MS = 600_000  # Kafka's offsets.retention.check.interval.ms default
 TOPIC_CHECK_MS = 1000
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
@@ -83,11 +87,14 @@ class GroupApi:
         self._offsets_partitions = 0
         self._wake = anyio.Event()
         self.coordinator.on_change = self._wakeup
+        self.membership = MembershipApi(self)
+        self.offsets = OffsetApi(self)
+        self.admin = GroupAdminApi(self)
 
     def now_ms(self) -> int:
         return self.ctx.manager.clock_ms()
 
-    def _availability(self, group_id: str) -> ErrorCode:
+    def availability(self, group_id: str) -> ErrorCode:
         """COORDINATOR_LOAD_IN_PROGRESS during the replay; COORDINATOR_NOT_AVAILABLE for a
         group whose offsets partition was not fully replayed (its offsets may be stale)."""
         if self.loading:
@@ -98,9 +105,9 @@ class GroupApi:
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """FindCoordinator's answer for ``group_id``: NONE, or why it cannot be served now."""
-        if not allowed(Operation.DESCRIBE, GROUP, group_id):
+        if not allowed(Operation.DESCRIBE, ResourceType.GROUP, group_id):
             return E.GROUP_AUTHORIZATION_FAILED
-        return self._availability(group_id)
+        return self.availability(group_id)
 
     def _wakeup(self) -> None:
         self._wake.set()
@@ -233,7 +240,7 @@ class GroupApi:
         await self._remove_offsets(expired)
         for group in list(self.coordinator.groups.values()):
             if group.state == GroupState.EMPTY and not self.store.committed(group.group_id):
-                await self._delete_group(group.group_id)
+                await self.delete_group(group.group_id)
 
     # -- writing to __consumer_offsets -----------------------------------------------------
 
@@ -285,7 +292,21 @@ class GroupApi:
             if not code:
                 self.store.remove(group_id, tps, first)
 
-    async def _delete_group(self, group_id: str) -> ErrorCode:
+    async def commit_offsets(
+        self, group_id: str, entries: list[tuple[TopicPartition, OffsetValue, str | None]]
+    ) -> ErrorCode:
+        """Write ``(partition, value, topic id)`` entries as one durable batch, then apply them
+        to the store: NONE, or the error every one of them failed with."""
+        records: list[tuple[bytes, bytes | None]] = [
+            (encode_offset_key(OffsetKey(group_id, *tp)), encode_offset_value(value))
+            for tp, value, _ in entries
+        ]
+        first, code = await self._append(group_id, records)
+        if not code:
+            self.store.apply(group_id, entries, first)
+        return code
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
         """Tombstones for every offset and the group record, then the group is gone."""
         tps = list(self.store.committed(group_id))
         self.coordinator.forget(group_id)  # Dead now: a new join starts a new group
@@ -314,211 +335,6 @@ class GroupApi:
         """CreatePartitions: rebalance the groups subscribed to ``topic``."""
         self.coordinator.topics_changed([topic], self.now_ms())
 
-    # -- membership ------------------------------------------------------------------------
-
-    async def _wait(self, pending: Pending[T]) -> T | None:
-        """The pending reply, or None if a graceful shutdown began first."""
-        done = anyio.Event()
-        pending.add_callback(done.set)
-        while not done.is_set():
-            if self.ctx.stopping:
-                return None
-            woke = self.ctx.data_event()  # set by begin_shutdown (and by notify_all)
-            async with anyio.create_task_group() as tg:
-
-                async def watch(event: anyio.Event = woke) -> None:
-                    await event.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                await done.wait()
-                tg.cancel_scope.cancel()
-        return pending.result
-
-    async def join_group(self, req: m.JoinGroupRequest, peer: str = "") -> m.JoinGroupResponse:
-        if code := _read_denied(req.group_id) or self._availability(req.group_id):
-            return _error(m.JoinGroupResponse, req, code)
-        host = "/" + peer.rsplit(":", 1)[0] if peer else ""
-        reply = await self._wait(self.coordinator.join(req, host, self.now_ms()))
-        if reply is None:
-            return _error(m.JoinGroupResponse, req, E.COORDINATOR_NOT_AVAILABLE)
-        return _with_cid(reply, req)
-
-    async def sync_group(self, req: m.SyncGroupRequest) -> m.SyncGroupResponse:
-        if code := _read_denied(req.group_id):
-            return _error(m.SyncGroupResponse, req, code)
-        if self.loading:
-            return _error(m.SyncGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
-        reply = await self._wait(self.coordinator.sync(req, self.now_ms()))
-        if reply is None:
-            return _error(m.SyncGroupResponse, req, E.COORDINATOR_NOT_AVAILABLE)
-        return _with_cid(reply, req)
-
-    async def heartbeat(self, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
-        if code := _read_denied(req.group_id):
-            return _error(m.HeartbeatResponse, req, code)
-        if self.loading:
-            return _error(m.HeartbeatResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
-        code = self.coordinator.heartbeat(req, self.now_ms())
-        return _error(m.HeartbeatResponse, req, code)
-
-    async def leave_group(self, req: m.LeaveGroupRequest) -> m.LeaveGroupResponse:
-        if code := _read_denied(req.group_id):
-            return _error(m.LeaveGroupResponse, req, code)
-        if self.loading:
-            return _error(m.LeaveGroupResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
-        code, members = self.coordinator.leave(req.group_id, req.members, self.now_ms())
-        reply = _error(m.LeaveGroupResponse, req, code)
-        reply.members = members
-        return reply
-
-    # -- offsets ---------------------------------------------------------------------------
-
-    async def offset_commit(self, req: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
-        results = [
-            m.OffsetCommitTopicResponse(
-                name=t.name,
-                partitions=[
-                    m.OffsetCommitPartitionResponse(partition_index=p.partition_index)
-                    for p in t.partitions
-                ],
-            )
-            for t in req.topics
-        ]
-        pairs = [
-            (t, p, r)
-            for t, tr in zip(req.topics, results, strict=True)
-            for p, r in zip(t.partitions, tr.partitions, strict=True)
-        ]
-        now = self.now_ms()
-        code = _read_denied(req.group_id) or self._availability(req.group_id)
-        if not code:
-            code = self.coordinator.validate_commit(
-                req.group_id, req.generation_id, req.member_id, req.group_instance_id, now
-            )
-        if code:
-            for _, _, result in pairs:
-                result.error_code = code
-            return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
-        manager = self.ctx.manager
-        accepted = []
-        for topic, part, result in pairs:
-            metadata = part.committed_metadata or ""
-            if not allowed(Operation.READ, ResourceType.TOPIC, topic.name):
-                result.error_code = E.TOPIC_AUTHORIZATION_FAILED
-            elif (topic.name, part.partition_index) not in manager.logs:
-                result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode()) > METADATA_MAX_BYTES:
-                result.error_code = E.OFFSET_METADATA_TOO_LARGE
-            else:
-                value = OffsetValue(
-                    part.committed_offset, part.committed_leader_epoch, metadata, now
-                )
-                tp = (topic.name, part.partition_index)
-                accepted.append((tp, value, manager.topics[topic.name].topic_id, result))
-        if accepted:
-            records: list[tuple[bytes, bytes | None]] = [
-                (encode_offset_key(OffsetKey(req.group_id, *tp)), encode_offset_value(v))
-                for tp, v, _, _ in accepted
-            ]
-            first, code = await self._append(req.group_id, records)
-            if code:
-                for *_, result in accepted:
-                    result.error_code = code
-            else:
-                entries = [(tp, v, topic_id) for tp, v, topic_id, _ in accepted]
-                self.store.apply(req.group_id, entries, first)
-        return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
-
-    async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
-        if not allowed(Operation.DESCRIBE, GROUP, req.group_id):
-            return _error(m.OffsetFetchResponse, req, E.GROUP_AUTHORIZATION_FAILED)
-        if code := self._availability(req.group_id):
-            return _error(m.OffsetFetchResponse, req, code)
-        if not req.group_id:
-            return _error(m.OffsetFetchResponse, req, E.INVALID_GROUP_ID)
-        committed = self.store.committed(req.group_id)
-        if req.topics is None:
-            wanted: dict[str, list[int]] = {}
-            for topic, partition in sorted(committed):
-                if allowed(Operation.DESCRIBE, ResourceType.TOPIC, topic):  # others: unseen
-                    wanted.setdefault(topic, []).append(partition)
-        else:
-            wanted = {t.name: list(t.partition_indexes) for t in req.topics}
-        topics = []
-        for name, partitions in wanted.items():
-            parts = []
-            for partition in partitions:
-                result = m.OffsetFetchPartitionResponse(partition_index=partition)
-                entry = committed.get((name, partition))
-                if not allowed(Operation.DESCRIBE, ResourceType.TOPIC, name):
-                    result.error_code = E.TOPIC_AUTHORIZATION_FAILED
-                elif entry is not None:
-                    result.committed_offset = entry.value.offset
-                    result.committed_leader_epoch = entry.value.leader_epoch
-                    result.metadata = entry.value.metadata
-                parts.append(result)
-            topics.append(m.OffsetFetchTopicResponse(name=name, partitions=parts))
-        return m.OffsetFetchResponse(correlation_id=req.correlation_id, topics=topics)
-
-    # -- administration --------------------------------------------------------------------
-
-    async def list_groups(self, req: m.ListGroupsRequest) -> m.ListGroupsResponse:
-        if self.loading:
-            return _error(m.ListGroupsResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
-        states = {s.lower() for s in req.states_filter}
-        everything = allowed(Operation.DESCRIBE, ResourceType.CLUSTER)  # Kafka: else, each group
-        groups = [
-            m.ListedGroup(
-                group_id=g.group_id,
-                protocol_type=g.protocol_type or "",
-                group_state=g.state.value,
-            )
-            for g in sorted(self.coordinator.groups.values(), key=lambda g: g.group_id)
-            if (not states or g.state.value.lower() in states)
-            and (everything or allowed(Operation.DESCRIBE, GROUP, g.group_id))
-        ]
-        return m.ListGroupsResponse(correlation_id=req.correlation_id, groups=groups)
-
-    async def describe_groups(self, req: m.DescribeGroupsRequest) -> m.DescribeGroupsResponse:
-        if self.loading:
-            return _error(m.DescribeGroupsResponse, req, E.COORDINATOR_LOAD_IN_PROGRESS)
-        described = []
-        for group_id in req.groups:
-            group = self.coordinator.groups.get(group_id)
-            if not allowed(Operation.DESCRIBE, GROUP, group_id):
-                described.append(
-                    m.DescribedGroup(group_id=group_id, error_code=E.GROUP_AUTHORIZATION_FAILED)
-                )
-            elif not group_id:
-                described.append(m.DescribedGroup(group_id=group_id, error_code=E.INVALID_GROUP_ID))
-            elif group is None:
-                described.append(m.DescribedGroup(group_id=group_id, group_state="Dead"))
-            else:
-                described.append(group.describe())
-        return m.DescribeGroupsResponse(correlation_id=req.correlation_id, groups=described)
-
-    async def delete_groups(self, req: m.DeleteGroupsRequest) -> m.DeleteGroupsResponse:
-        results = []
-        for group_id in req.groups_names:
-            code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading else E.NONE
-            if not allowed(Operation.DELETE, GROUP, group_id):
-                code = E.GROUP_AUTHORIZATION_FAILED
-            if not code:
-                code = self.coordinator.delete(group_id)
-            if not code:
-                code = await self._delete_group(group_id)
-            results.append(m.DeletableGroupResult(group_id=group_id, error_code=code))
-        return m.DeleteGroupsResponse(correlation_id=req.correlation_id, results=results)
-
-
-def _read_denied(group_id: str) -> ErrorCode:
-    """GROUP_AUTHORIZATION_FAILED unless the caller may READ the group (join, sync,
-    heartbeat, leave, commit: Kafka's rule), else NONE."""
-    if allowed(Operation.READ, GROUP, group_id):
-        return E.NONE
-    return E.GROUP_AUTHORIZATION_FAILED
-
 
 def _offsets_may_expire(group: Group) -> bool:
     """Kafka's ``removeExpiredOffsets`` cases: a simple group's, an Empty group's, and a Stable
@@ -527,15 +343,3 @@ def _offsets_may_expire(group: Group) -> bool:
     if group.protocol_type is None or group.state == GroupState.EMPTY:
         return True
     return group.state == GroupState.STABLE and group.protocol_type == "consumer"
-
-
-R = TypeVar("R", bound=m.Response)
-
-
-def _error(cls: type[R], req: m.Request, code: ErrorCode) -> R:
-    return cls(correlation_id=req.correlation_id, error_code=int(code))
-
-
-def _with_cid(reply: R, req: m.Request) -> R:
-    reply.correlation_id = req.correlation_id
-    return reply

@@ -6,7 +6,9 @@ event resolves. What needs I/O is left for :mod:`odradek.broker.groups.api`: the
 store (:attr:`GroupCoordinator.outbox`; the caller reports each stored one with
 :meth:`stored`), and the timers (the caller calls :meth:`tick` by :meth:`next_deadline_ms`).
 What a rebalance does to a group, its delays, timeouts and assignment, is
-:mod:`odradek.broker.groups.rebalance`; this module turns requests and timers into its events.
+:mod:`odradek.broker.groups.rebalance`; which member a JoinGroup is and what it does to its group
+is :mod:`odradek.broker.groups.join`; this module checks requests, finds their group and turns
+requests and timers into those events.
 
 Transitions (Kafka's)::
 
@@ -59,7 +61,8 @@ from odradek.broker.groups.group import (
     join_error,
     sync_error,
 )
-from odradek.broker.groups.member import NEVER, Member, Pending, protocol_names, resolve_assignors
+from odradek.broker.groups.join import Admission
+from odradek.broker.groups.member import NEVER, Pending, protocol_names, resolve_assignors
 from odradek.broker.groups.offsets import GroupValue
 from odradek.broker.groups.rebalance import Rebalancer
 from odradek.protocol import messages as m
@@ -100,8 +103,12 @@ class GroupCoordinator:
         self.outbox: list[StoreGroup] = []
         self.broken: list[tuple[str, Exception]] = []  # groups dropped by tick, for the log
         self.on_change: Callable[[], None] = lambda: None  # wakes the timer task
-        self._new_member_id = new_member_id or (lambda client: f"{client}-{uuid.uuid4()}")
         self.rebalance = Rebalancer(config.initial_rebalance_delay_ms, partitions_of, self._store)
+        self.admission = Admission(
+            new_member_id or (lambda client: f"{client}-{uuid.uuid4()}"),
+            self.rebalance,
+            self._store,
+        )
 
     # -- JoinGroup -------------------------------------------------------------------------
 
@@ -129,115 +136,9 @@ class GroupCoordinator:
         if not group.supports(req.protocol_type, assignors, req.member_id, client_assigned):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         try:
-            if req.group_instance_id is not None:
-                return self._join_static(group, req, assignors, host, now_ms)
-            if not req.member_id and not req.require_known_member_id:  # JoinGroup v0-v3
-                member = Member(self._new_member_id(req.client_id))
-                return self._add_member(group, member, req, assignors, host, now_ms)
-            if not req.member_id:
-                member_id = self._new_member_id(req.client_id)
-                group.pending[member_id] = now_ms + req.session_timeout_ms
-                return fail(E.MEMBER_ID_REQUIRED, member_id)
-            if req.member_id in group.pending:
-                del group.pending[req.member_id]
-                return self._add_member(group, Member(req.member_id), req, assignors, host, now_ms)
-            member = group.members.get(req.member_id)
-            if member is None:
-                return fail(E.UNKNOWN_MEMBER_ID, req.member_id)
-            return self._rejoin(group, member, req, assignors, host, now_ms)
+            return self.admission.admit(group, req, assignors, host, now_ms)
         finally:
             self._changed()
-
-    def _join_static(
-        self,
-        group: Group,
-        req: m.JoinGroupRequest,
-        assignors: tuple[str, ...],
-        host: str,
-        now_ms: int,
-    ) -> Pending[m.JoinGroupResponse]:
-        old = next(
-            (mb for mb in group.members.values() if mb.group_instance_id == req.group_instance_id),
-            None,
-        )
-        if old is None:
-            if req.member_id:
-                return Pending(join_error(req, E.UNKNOWN_MEMBER_ID, req.member_id))
-            member = Member(self._new_member_id(req.client_id))
-            return self._add_member(group, member, req, assignors, host, now_ms)
-        if req.member_id and req.member_id != old.member_id:
-            return Pending(join_error(req, E.FENCED_INSTANCE_ID, req.member_id))
-        if req.member_id:  # the same member joining again
-            return self._rejoin(group, old, req, assignors, host, now_ms)
-        # A restarted static member: it takes the old member's place under a new id.
-        new_id = self._new_member_id(req.client_id)
-        previous_leader = group.leader
-        fence(old, E.FENCED_INSTANCE_ID)
-        del group.members[old.member_id]
-        old.member_id = new_id
-        group.members[new_id] = old
-        if group.leader not in group.members:
-            group.leader = new_id
-        if group.state == GroupState.STABLE and old.matches(req, assignors):
-            old.update(req, assignors, host)
-            if old.client_assigned:
-                old.choose(group.protocol or "")
-            old.deadline_ms = now_ms + old.session_timeout_ms
-            # The record now names the new id (a replay must know it); no rebalance.
-            self._store(group)
-            if old.client_assigned:
-                # Kafka: announce the old leader id, so that the restarted member does not
-                # compute an assignment that a Stable group would never hand out.
-                return Pending(group.join_response(old, req, leader=previous_leader or ""))
-            return Pending(group.join_response(old, req))
-        return self._rejoin(group, old, req, assignors, host, now_ms, force=True)
-
-    def _add_member(
-        self,
-        group: Group,
-        member: Member,
-        req: m.JoinGroupRequest,
-        assignors: tuple[str, ...],
-        host: str,
-        now_ms: int,
-    ) -> Pending[m.JoinGroupResponse]:
-        member.update(req, assignors, host)
-        member.join_waiter = waiter = Pending()
-        if not group.members:
-            group.protocol_type = req.protocol_type
-        group.members[member.member_id] = member
-        group.new_member_added = True
-        self.rebalance.member_joined(group, now_ms)
-        return waiter
-
-    def _rejoin(
-        self,
-        group: Group,
-        member: Member,
-        req: m.JoinGroupRequest,
-        assignors: tuple[str, ...],
-        host: str,
-        now_ms: int,
-        *,
-        force: bool = False,
-    ) -> Pending[m.JoinGroupResponse]:
-        unchanged = member.matches(req, assignors) and not force
-        if (
-            group.state == GroupState.STABLE
-            and member.client_assigned
-            and member.member_id == group.leader
-        ):
-            unchanged = False  # Kafka: a client-side leader rejoins to assign anew
-        if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and unchanged:
-            # Nothing the assignment depends on changed: the current generation stands.
-            member.deadline_ms = now_ms + member.session_timeout_ms
-            return Pending(group.join_response(member, req))
-        member.update(req, assignors, host)
-        if member.join_waiter is not None:  # a duplicate join: the older one is superseded
-            member.join_waiter.resolve(join_error(req, E.REBALANCE_IN_PROGRESS, member.member_id))
-        member.join_waiter = waiter = Pending()
-        self.rebalance.member_joined(group, now_ms)
-        return waiter
 
     # -- rebalance -------------------------------------------------------------------------
 

@@ -35,13 +35,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from odradek.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
+from odradek.broker.groups.consumer_protocol import encode_assignment, encode_subscription
 from odradek.broker.groups.member import NEVER, Member
-from odradek.broker.groups.offsets import (
-    GroupValue,
-    MemberValue,
-    encode_assignment,
-    encode_subscription,
-)
+from odradek.broker.groups.offsets import GroupValue, MemberValue
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 

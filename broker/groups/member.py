@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from odradek.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNOR_ORDER
-from odradek.broker.groups.offsets import (
+from odradek.broker.groups.consumer_protocol import (
     encode_assignment,
     encode_subscription,
     read_assignment,

@@ -44,12 +44,8 @@ from odradek.broker.groups.offsets import (
     decode_key,
     decode_offset_value,
 )
-from odradek.protocol.records import (
-    HEADER_SIZE,
-    CorruptRecordError,
-    decode_records,
-    parse_batch_header,
-)
+from odradek.protocol.record_batch import HEADER_SIZE, CorruptRecordError, parse_batch_header
+from odradek.protocol.records import decode_records
 from odradek.storage.errors import StorageError
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager

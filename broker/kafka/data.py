@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from odradek.broker.data import DataApi, Reply, Section
+from odradek.broker.data import DataApi
+from odradek.broker.fetch import Reply
+from odradek.broker.produce import Section
 from odradek.broker.security.authorizer import may_write_idempotently
 from odradek.protocol import kafka
 from odradek.protocol import messages as m
@@ -98,7 +100,7 @@ class RecordApis:
         native = m.ProduceRequest(
             correlation_id=header.correlation_id, acks=req["acks"], timeout_ms=req["timeout_ms"]
         )
-        return await self.data.produce_sections(native, sections)
+        return await self.data.produce_api.produce_sections(native, sections)
 
     # -- Fetch -----------------------------------------------------------------------------
 
@@ -126,7 +128,7 @@ class RecordApis:
             max_bytes=max(req["max_bytes"], 0),
             topics=topics,
         )
-        reply = await self.data.fetch(native)
+        reply = await self.data.fetch_api.fetch(native)
         regions = iter(reply.regions)
         responses = []
         for topic in reply.response.topics:

@@ -65,7 +65,7 @@ class GroupApis:
         rebalance_timeout_ms = req.get("rebalance_timeout_ms", -1)
         if rebalance_timeout_ms < 0:  # v0
             rebalance_timeout_ms = req["session_timeout_ms"]
-        native = await self.groups.join_group(
+        native = await self.groups.membership.join_group(
             m.JoinGroupRequest(
                 correlation_id=header.correlation_id,
                 group_id=req["group_id"],
@@ -105,7 +105,7 @@ class GroupApis:
         }
 
     async def sync_group(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.sync_group(
+        native = await self.groups.membership.sync_group(
             m.SyncGroupRequest(
                 correlation_id=header.correlation_id,
                 group_id=req["group_id"],
@@ -131,7 +131,7 @@ class GroupApis:
         }
 
     async def heartbeat(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.heartbeat(
+        native = await self.groups.membership.heartbeat(
             m.HeartbeatRequest(
                 correlation_id=header.correlation_id,
                 group_id=req["group_id"],
@@ -152,7 +152,7 @@ class GroupApis:
                 )
                 for mb in req["members"]
             ]
-        native = await self.groups.leave_group(
+        native = await self.groups.membership.leave_group(
             m.LeaveGroupRequest(
                 correlation_id=header.correlation_id, group_id=req["group_id"], members=members
             )
@@ -176,7 +176,7 @@ class GroupApis:
     # -- offsets ---------------------------------------------------------------------------
 
     async def offset_commit(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.offset_commit(
+        native = await self.groups.offsets.offset_commit(
             m.OffsetCommitRequest(
                 correlation_id=header.correlation_id,
                 group_id=req["group_id"],
@@ -204,7 +204,7 @@ class GroupApis:
 
     async def offset_fetch(self, header: RequestHeader, req: dict[str, Any]) -> dict:
         topics = req["topics"]
-        native = await self.groups.offset_fetch(
+        native = await self.groups.offsets.offset_fetch(
             m.OffsetFetchRequest(
                 correlation_id=header.correlation_id,
                 group_id=req["group_id"],
@@ -226,7 +226,7 @@ class GroupApis:
     # -- administration --------------------------------------------------------------------
 
     async def list_groups(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.list_groups(
+        native = await self.groups.admin.list_groups(
             m.ListGroupsRequest(
                 correlation_id=header.correlation_id, states_filter=req.get("states_filter", [])
             )
@@ -239,7 +239,7 @@ class GroupApis:
         }
 
     async def describe_groups(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.describe_groups(
+        native = await self.groups.admin.describe_groups(
             m.DescribeGroupsRequest(correlation_id=header.correlation_id, groups=req["groups"])
         )
         groups = []
@@ -261,7 +261,7 @@ class GroupApis:
         return {"throttle_time_ms": 0, "groups": groups}
 
     async def delete_groups(self, header: RequestHeader, req: dict[str, Any]) -> dict:
-        native = await self.groups.delete_groups(
+        native = await self.groups.admin.delete_groups(
             m.DeleteGroupsRequest(
                 correlation_id=header.correlation_id, groups_names=req["groups_names"]
             )

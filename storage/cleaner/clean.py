@@ -43,7 +43,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from odradek.protocol.records import BatchHeader, parse_batch_header
+from odradek.protocol.record_batch import BatchHeader, parse_batch_header
 from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.cleaner.offset_map import OffsetMap
 from odradek.storage.cleaner.plan import CleanableLog, group_segments

@@ -1,7 +1,8 @@
 """Record-level surgery on v2 record batches for the cleaner: split, filter, rebuild.
 
-A v2 batch (docs/architecture.md §4, :mod:`odradek.protocol.records`) is a 61-byte header followed
-by the records, compressed as a whole when the codec bits (attributes 0-2) are set. Each record is::
+A v2 batch (docs/architecture.md §4, :mod:`odradek.protocol.record_batch`) is a 61-byte header
+followed by the records, compressed as a whole when the codec bits (attributes 0-2) are set. Each
+record is (:mod:`odradek.protocol.records`)::
 
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
     | keyLength varint | key | valueLength varint | value | headers
@@ -23,7 +24,7 @@ replaces (which the swap recovery in :mod:`odradek.storage.loader` relies on).
 from __future__ import annotations
 
 from odradek.protocol import compression as _compression
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
     HEADER_SIZE,
     BatchHeader,

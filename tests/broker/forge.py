@@ -11,7 +11,8 @@ import struct
 
 import cramjam
 
-from odradek.protocol.records import HEADER_SIZE, LOG_OVERHEAD, encode_batch, recompute_crc
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, recompute_crc
 from odradek.protocol.varint import encode_varint
 
 __all__ = ["INT32_MAX", "forge", "lying_count", "record", "records", "zstd_bomb"]

@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import FrameDecoder
-from odradek.protocol.records import encode_batch, recompute_crc
+from odradek.protocol.record_batch import recompute_crc
 from tests.broker.wire import Wire, bad_events, batch, dir_snapshot, fetch_all
 from tests.broker_process import BrokerProcess
 

@@ -9,8 +9,10 @@ from collections.abc import Callable
 import pytest
 
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import Record, decode_records, encode_batch, parse_batch_header
+from odradek.protocol.record_batch import parse_batch_header
+from odradek.protocol.records import Record, decode_records
 from tests.broker.wire import Wire, bad_events, split_batches
 from tests.broker_process import BrokerProcess
 

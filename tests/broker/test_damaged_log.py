@@ -11,7 +11,8 @@ from pathlib import Path
 
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import decode_records, parse_batch_header, recompute_crc
+from odradek.protocol.record_batch import parse_batch_header, recompute_crc
+from odradek.protocol.records import decode_records
 from tests.broker.wire import Wire, batch, fetch_all, split_batches
 from tests.broker_process import REPO, BrokerProcess
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from odradek.broker.groups.offsets import encode_assignment, encode_subscription
+from odradek.broker.groups.consumer_protocol import encode_assignment, encode_subscription
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode as E
 from tests.broker.test_groups_api import FAST, commit, describe, poll

@@ -8,14 +8,10 @@ import struct
 import msgspec
 import pytest
 
+from odradek.broker.groups.consumer_protocol import encode_assignment, encode_subscription
 from odradek.broker.groups.group import GroupState
 from odradek.broker.groups.member import Pending
-from odradek.broker.groups.offsets import (
-    decode_group_value,
-    encode_assignment,
-    encode_group_value,
-    encode_subscription,
-)
+from odradek.broker.groups.offsets import decode_group_value, encode_group_value
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode as E
 from tests.broker.test_groups_coordinator import REBALANCE_MS, SESSION_MS, Harness, ok

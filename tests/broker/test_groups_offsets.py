@@ -12,7 +12,6 @@ from odradek.broker.groups.offsets import (
     MemberValue,
     OffsetKey,
     OffsetValue,
-    RecordFormatError,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -23,8 +22,9 @@ from odradek.broker.groups.offsets import (
     java_string_hashcode,
     partition_for,
 )
+from odradek.broker.groups.schema import RecordFormatError
 from odradek.broker.groups.store import OffsetStore, load
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 

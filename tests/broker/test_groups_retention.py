@@ -69,7 +69,7 @@ async def groups(tmp_path: Path) -> AsyncIterator[tuple[GroupApi, Clock]]:
 async def commit(
     api: GroupApi, group: str, offset: int, generation: int = -1, member: str = ""
 ) -> E:
-    reply = await api.offset_commit(
+    reply = await api.offsets.offset_commit(
         m.OffsetCommitRequest(
             correlation_id=0,
             group_id=group,

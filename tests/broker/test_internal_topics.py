@@ -19,8 +19,9 @@ from odradek.broker.groups.offsets import OffsetKey, OffsetValue, encode_offset_
 from odradek.broker.groups.offsets import encode_offset_value as offset_value
 from odradek.broker.groups.store import load
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import HEADER_SIZE, CorruptRecordError, encode_batch, recompute_crc
+from odradek.protocol.record_batch import HEADER_SIZE, CorruptRecordError, recompute_crc
 from odradek.storage.config import LogConfig
 from odradek.storage.log import FetchInfo
 from odradek.storage.manager import LogManager
@@ -252,7 +253,7 @@ def test_a_partition_whose_replay_cannot_finish_is_not_served_stale(tmp_path: Pa
 
         api = GroupApi.__new__(GroupApi)
         api.loading, api._unloaded, api._offsets_partitions = False, loaded.incomplete, 2
-        assert api._availability(damaged) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-        assert api._availability(healthy) == ErrorCode.NONE
+        assert api.availability(damaged) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert api.availability(healthy) == ErrorCode.NONE
     finally:
         manager.shutdown()

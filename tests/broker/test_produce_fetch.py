@@ -8,7 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from odradek.protocol import messages as m
-from odradek.protocol.records import Compression, decode_records, encode_batch, parse_batch_header
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import Compression, parse_batch_header
+from odradek.protocol.records import decode_records
 from tests.broker.wire import Wire, bad_events, batch, fetch_all, split_batches
 from tests.broker_process import BrokerProcess
 

@@ -20,12 +20,9 @@ import cramjam
 import pytest
 
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import (
-    encode_batch,
-    parse_batch_header,
-    recompute_crc,
-)
+from odradek.protocol.record_batch import parse_batch_header, recompute_crc
 from odradek.protocol.varint import encode_varint
 from tests.broker.forge import INT32_MAX, forge, lying_count, record, records, zstd_bomb
 from tests.broker.wire import Wire, bad_events, batch, fetch_all, split_batches

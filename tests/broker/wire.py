@@ -19,14 +19,10 @@ from typing import Any
 import msgspec
 
 from odradek.protocol import messages as m
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, NATIVE_PREFACE, FrameDecoder
-from odradek.protocol.records import (
-    LOG_OVERHEAD,
-    Record,
-    decode_records,
-    encode_batch,
-    parse_batch_header,
-)
+from odradek.protocol.record_batch import LOG_OVERHEAD, parse_batch_header
+from odradek.protocol.records import Record, decode_records
 
 __all__ = [
     "Wire",

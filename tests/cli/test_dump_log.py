@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 import pytest
 
-from odradek.protocol.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, encode_batch, recompute_crc
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, recompute_crc
 from odradek.storage.config import LogConfig
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.log import Log

@@ -11,8 +11,9 @@ from pathlib import Path
 import cramjam
 import pytest
 
-from odradek.protocol.records import HEADER_SIZE, LOG_OVERHEAD, Compression, encode_batch
-from odradek.protocol.records import recompute_crc as fix_crc
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, Compression
+from odradek.protocol.record_batch import recompute_crc as fix_crc
 
 ROOT = Path(__file__).resolve().parents[2]
 SEGMENT = "00000000000000000000.log"

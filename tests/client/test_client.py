@@ -38,7 +38,7 @@ def test_concurrent_calls_from_threads_are_pipelined(bootstrap: str, topic: str)
 
 
 def test_raw_produce_with_acks_0_and_fetch_raw(bootstrap: str, topic: str) -> None:
-    from odradek.protocol.records import encode_batch
+    from odradek.protocol.batch_builder import encode_batch
 
     tp = TopicPartition(topic, 0)
     with Client(bootstrap) as client:

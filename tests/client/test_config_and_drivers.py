@@ -25,7 +25,7 @@ from odradek.client.core import ProtocolCore
 from odradek.client.drivers import Call, Sleep, drive, drive_async
 from odradek.client.fetcher import Fetcher
 from odradek.protocol import messages as m
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 
 
 def test_the_producer_config_normalizes_and_rejects_bad_options() -> None:

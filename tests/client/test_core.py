@@ -12,12 +12,8 @@ from odradek.client.core import ProtocolCore, ProtocolViolation, backoff_ms, par
 from odradek.client.records import iter_records
 from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
-from odradek.protocol.records import (
-    Compression,
-    decode_records,
-    patch_base_offset,
-    validate_client_batch,
-)
+from odradek.protocol.record_batch import Compression, patch_base_offset, validate_client_batch
+from odradek.protocol.records import decode_records
 
 
 def response_bytes(response: m.Response) -> bytes:

@@ -10,7 +10,7 @@ from odradek.client import CorruptRecordError
 from odradek.client.accumulator import Batch, encode_batch
 from odradek.client.records import BatchCursor, iter_records
 from odradek.client.types import TopicPartition
-from odradek.protocol.records import recompute_crc
+from odradek.protocol.record_batch import recompute_crc
 
 
 def legacy(magic: int, codec: int, records: list[tuple[int, bytes | None, bytes]]) -> bytes:

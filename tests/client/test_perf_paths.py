@@ -23,8 +23,9 @@ from odradek.client import records as client_records
 from odradek.client.accumulator import Batch, encode_batch
 from odradek.client.records import iter_records
 from odradek.client.types import TopicPartition
-from odradek.protocol.records import decode_records, recompute_crc
-from odradek.protocol.records import encode_batch as reference_encode
+from odradek.protocol.batch_builder import encode_batch as reference_encode
+from odradek.protocol.record_batch import recompute_crc
+from odradek.protocol.records import decode_records
 from odradek.protocol.varint import encode_varint
 
 Row = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]

@@ -17,8 +17,9 @@ from odradek.client.accumulator import Batch, encode_batch
 from odradek.client.futures import RecordFuture
 from odradek.client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
 from odradek.client.types import TopicPartition
-from odradek.protocol.records import Compression, decode_records, validate_batch
-from odradek.protocol.records import encode_batch as reference_encode
+from odradek.protocol.batch_builder import encode_batch as reference_encode
+from odradek.protocol.record_batch import Compression, validate_batch
+from odradek.protocol.records import decode_records
 
 compiled = native.load("_record_buffer")
 BUFFERS: list[Any] = [PyRecordBuffer] + ([compiled.RecordBuffer] if compiled else [])
@@ -194,7 +195,7 @@ def test_a_record_that_closes_a_full_tail_never_publishes_a_plain_batch(tail_nex
     # batch it opens must not be published as the tail without being one, or lock-free
     # appends would go on into it after it closes (records sent twice, offsets shifted)
     from odradek.client.accumulator import Accumulator
-    from odradek.protocol.records import Compression
+    from odradek.protocol.record_batch import Compression
 
     acc = Accumulator(
         batch_size=36 * 4 + 400,

@@ -23,7 +23,7 @@ from odradek.protocol.compression import (
     compress,
     decompress,
 )
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 
 CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
 XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)

@@ -9,13 +9,13 @@ import time
 import cramjam
 import pytest
 
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.compression import (
     CompressionError,
     DecompressionLimitError,
     compress,
     decompress_bounded,
 )
-from odradek.protocol.records import encode_batch
 from odradek.protocol.validate import has_compressed_batch
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

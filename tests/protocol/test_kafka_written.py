@@ -12,15 +12,14 @@ import pytest
 from kafka.record._crc32c import crc as kafka_crc32c
 from kafka.record.default_records import DefaultRecordBatch
 
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     BatchHeader,
     Compression,
     CorruptRecordError,
-    Record,
     TimestampType,
-    decode_records,
     validate_batch,
 )
+from odradek.protocol.records import Record, decode_records
 from tests.testdata import kafka_written_dir
 
 # From the README beside the files: bytes, then (base offset, record count) per batch.

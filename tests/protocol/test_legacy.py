@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.compression import GZIP, LZ4, SNAPPY, ZSTD, compress
 from odradek.protocol.legacy import LegacyEntry, decode_legacy_records, validate_legacy_entry
-from odradek.protocol.records import CorruptRecordError, Record, TimestampType, encode_batch
+from odradek.protocol.record_batch import CorruptRecordError, TimestampType
+from odradek.protocol.records import Record
 
 KeyValue = tuple[bytes | None, bytes | None]
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

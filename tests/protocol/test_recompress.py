@@ -5,16 +5,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.recompress import CODECS, recompress_batch, target_codec
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     ATTR_CONTROL,
     Compression,
-    decode_records,
-    encode_batch,
     parse_batch_header,
     recompute_crc,
     validate_client_batch,
 )
+from odradek.protocol.records import decode_records
 
 records = st.lists(
     st.tuples(

@@ -12,28 +12,26 @@ from hypothesis import strategies as st
 from kafka.record._crc32c import crc as kafka_crc32c
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from odradek.protocol.records import (
+from odradek.protocol.batch_builder import BatchBuilder, encode_batch
+from odradek.protocol.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
-    BatchBuilder,
     Compression,
     CorruptRecordError,
-    Record,
     TimestampType,
-    decode_records,
-    encode_batch,
     parse_batch_header,
     patch_base_offset,
     recompute_crc,
     validate_batch,
     validate_client_batch,
 )
+from odradek.protocol.records import Record, decode_records
 from odradek.protocol.varint import encode_varint
 
 Headers = Sequence[tuple[str, bytes | None]]
 RecordInput = tuple[bytes | None, bytes | None, int, Headers]
 
-# Field offsets of the v2 header (see protocol/records.py).
+# Field offsets of the v2 header (see protocol/record_batch.py).
 ATTRIBUTES_AT = 21
 LAST_OFFSET_DELTA_AT = 23
 MAX_TIMESTAMP_AT = 35

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.compression import CompressionError
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     HEADER_SIZE,
     CorruptRecordError,
     InvalidRecordError,
-    encode_batch,
     recompute_crc,
 )
 from odradek.protocol.validate import DecompressionBudget, validate_produced_batch

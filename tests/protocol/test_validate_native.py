@@ -23,12 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import (
-    HEADER_SIZE,
-    InvalidRecordError,
-    encode_batch,
-    parse_batch_header,
-)
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import HEADER_SIZE, InvalidRecordError, parse_batch_header
 from odradek.protocol.validate import walk_records
 from odradek.protocol.varint import encode_varint
 from tests.protocol.test_validate import records_strategy

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, Producer
 
 from odradek.protocol import messages as m
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from tests.broker.wire import Wire, fetch_all
 
 __all__ = [

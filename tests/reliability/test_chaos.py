@@ -40,7 +40,7 @@ import cramjam
 import pytest
 
 from odradek.protocol import messages as m
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from tests.broker.forge import INT32_MAX, forge, lying_count, record, records, zstd_bomb
 from tests.broker.wire import Wire, fetch_all
 from tests.broker_process import BrokerProcess

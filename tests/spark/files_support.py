@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from odradek.protocol.records import Compression, encode_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import Compression
 from tests.broker.wire import Wire
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from odradek.protocol import messages as m
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 

@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import Compression, CorruptRecordError, encode_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import Compression, CorruptRecordError
 from odradek.protocol.varint import encode_varint
 from odradek.spark import columns, decode
 from tests.spark.test_decode import expected, records_strategy, simplify

@@ -179,7 +179,7 @@ def test_min_partitions_splits_ranges(spark: Any, wire: Wire, topic: str) -> Non
 
 
 def test_many_batches_and_compression(spark: Any, wire: Wire, topic: str) -> None:
-    from odradek.protocol.records import Compression
+    from odradek.protocol.record_batch import Compression
 
     wire.create_topic(topic, partitions=1)
     expected = []

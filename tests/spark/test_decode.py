@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import (
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import (
     ATTR_CONTROL,
     Compression,
     CorruptRecordError,
-    decode_records,
-    encode_batch,
     recompute_crc,
 )
+from odradek.protocol.records import decode_records
 from odradek.spark.decode import decode_fetch
 from odradek.spark.schema import arrow_schema
 

@@ -10,13 +10,9 @@ from typing import Any
 
 import pytest
 
-from odradek.protocol.records import (
-    ATTR_CONTROL,
-    decode_records,
-    encode_batch,
-    parse_batch_header,
-    recompute_crc,
-)
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import ATTR_CONTROL, parse_batch_header, recompute_crc
+from odradek.protocol.records import decode_records
 from tests.spark.files_support import load_files, rows, snapshot
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from odradek.protocol.records import Compression, encode_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import Compression
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess, wait_until
 from tests.spark.files_support import load_files

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 from tests.spark.files_support import load_files, produce_batches, rows, snapshot

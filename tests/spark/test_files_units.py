@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 
 T0 = 1_700_000_000_000
 OFFSET_COLUMN = 4  # key, value, topic, partition, offset, ...

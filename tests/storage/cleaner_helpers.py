@@ -5,13 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from odradek.protocol.records import (
-    Compression,
-    Record,
-    decode_records,
-    encode_batch,
-    parse_batch_header,
-)
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import Compression, parse_batch_header
+from odradek.protocol.records import Record, decode_records
 from odradek.storage.cleaner.clean import (
     CleaningStats,
     build_offset_map,

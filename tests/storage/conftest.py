@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records import Record, decode_records, encode_batch, validate_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import validate_batch
+from odradek.protocol.records import Record, decode_records
 from odradek.storage.checkpoints import CheckpointError
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import StorageError
 from odradek.storage.log import Log
-from odradek.storage.segment import FileRegion
+from odradek.storage.segment_file import FileRegion
 
 TOPIC = "orders"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records import CorruptRecordError, InvalidRecordError, encode_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import CorruptRecordError, InvalidRecordError
 from odradek.storage import append as append_module
 from odradek.storage.append import prepare_append
 from odradek.storage.config import LogConfig

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import (
+from odradek.protocol.record_batch import (
     Compression,
     CorruptRecordError,
     parse_batch_header,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from odradek.protocol.records import encode_batch, parse_batch_header, validate_batch
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import parse_batch_header, validate_batch
 from odradek.storage.checkpoints import read_leader_epoch_checkpoint
 from odradek.storage.config import LogConfig
 from odradek.storage.leader_epoch import LeaderEpochCache

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import (
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import (
     ATTR_CONTROL,
     Compression,
     CorruptRecordError,
     TimestampType,
-    decode_records,
-    encode_batch,
     parse_batch_header,
     recompute_crc,
     validate_batch,
 )
+from odradek.protocol.records import decode_records
 from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 from odradek.storage.log import Log
 from odradek.storage.scan import scan_entries

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from odradek.broker.errors import error_code_for
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import encode_batch
 from odradek.storage.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,

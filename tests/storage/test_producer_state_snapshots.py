@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from odradek.protocol.records import encode_batch, parse_batch_header
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import parse_batch_header
 from odradek.storage.errors import OutOfOrderSequenceError
 from odradek.storage.log import Log
 from odradek.storage.producer_snapshot import (

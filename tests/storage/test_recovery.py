@@ -17,12 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.protocol.records import (
-    CorruptRecordError,
-    encode_batch,
-    recompute_crc,
-    validate_batch,
-)
+from odradek.protocol.batch_builder import encode_batch
+from odradek.protocol.record_batch import CorruptRecordError, recompute_crc, validate_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import LogCorruptedError
 from odradek.storage.loader import load_segments

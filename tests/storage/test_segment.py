@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.protocol.records import parse_batch_header
+from odradek.protocol.record_batch import parse_batch_header
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 from odradek.storage.segment import LogSegment, segment_path
 from tests.storage.conftest import batch, region_bytes, split_batches

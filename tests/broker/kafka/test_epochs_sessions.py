@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.records import encode_batch, parse_batch_header
+from odradek.protocol.record_batch import parse_batch_header
 from tests.broker.kafka.kwire import KafkaWire, fetch_fields
 from tests.broker_process import BrokerProcess
 

@@ -17,7 +17,7 @@ import pytest
 
 from odradek.protocol import kafka
 from odradek.protocol.acl import Operation, PatternType, Permission, ResourceType
-from odradek.protocol.records import encode_batch
+from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.sasl import derive_credential
 from odradek.storage.atomic import make_directories
 from odradek.storage.credentials import CredentialStore
