@@ -101,7 +101,7 @@ def _fill_distinct(broker: BrokerProcess, params: BrokerParams) -> tuple[list[st
     import random
 
     from bench.fetch import produce_batches
-    from odradek.protocol.records import encode_batch
+    from odradek.protocol.batch_builder import encode_batch
     from tests.broker.wire import Wire
 
     _, per_batch = build_batches(StorageParams(value_bytes=VALUE_BYTES))

@@ -10,9 +10,6 @@ Offsets and timestamps are deltas from the batch header's baseOffset and baseTim
 (:mod:`odradek.protocol.record_batch` has the header; :mod:`odradek.protocol.batch_builder`
 encodes). A record must end exactly where its length says, and the records exactly where the
 (decompressed) body ends.
-
-This is also the codec's public module for the client and Spark layers: the names they import
-from it are re-exported below, so they need not know how the codec is split.
 """
 
 from __future__ import annotations
@@ -20,31 +17,17 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from odradek.protocol import compression as _compression
-from odradek.protocol.batch_builder import BatchBuilder, encode_batch
 from odradek.protocol.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_LOG_APPEND_TIME,
     HEADER_SIZE,
-    LOG_OVERHEAD,
     Buffer,
-    Compression,
     CorruptRecordError,
     parse_batch_header,
 )
 from odradek.protocol.varint import VarintError, decode_varint
 
-# Record and decode_records are this module's own; the other names are re-exported: the client
-# and Spark layers import them from here, the codec's public module (it once held it whole).
-__all__ = [
-    "HEADER_SIZE",
-    "LOG_OVERHEAD",
-    "BatchBuilder",
-    "Compression",
-    "CorruptRecordError",
-    "Record",
-    "decode_records",
-    "encode_batch",
-]
+__all__ = ["Record", "decode_records"]
 
 
 class Record(NamedTuple):

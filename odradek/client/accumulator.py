@@ -45,7 +45,7 @@ from crc32c import crc32c
 from odradek.client.record_buffer import RecordBuffer
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 
 __all__ = ["BATCH_HEADER_BYTES", "Accumulator", "Batch", "encode_batch"]
 

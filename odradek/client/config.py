@@ -17,7 +17,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from odradek.client.security import check_security
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 
 __all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "parse_bootstrap"]
 
@@ -105,7 +105,7 @@ class ProducerConfig(ClientConfig):
     """A producer's options (Kafka's producer configs, dots as underscores).
 
     ``acks`` is kept as 0, 1 or -1 (``"all"``); ``compression_type`` as a
-    :class:`~odradek.protocol.records.Compression`."""
+    :class:`~odradek.protocol.record_batch.Compression`."""
 
     acks: Any = 1  # 0, 1, -1 or "all" given; 0, 1 or -1 kept
     linger_ms: int = 5

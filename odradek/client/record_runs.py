@@ -28,7 +28,7 @@ import struct
 from itertools import repeat
 from operator import add, itemgetter
 
-from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.record_batch import CorruptRecordError
 from odradek.protocol.varint import VarintError, decode_varint, encode_varint
 
 __all__ = ["FAST_MIN_RECORDS", "Columns", "decode_loop", "fast_run"]

@@ -40,7 +40,7 @@ from odradek.client.record_runs import FAST_MIN_RECORDS, Columns, decode_loop, f
 from odradek.client.types import ConsumerRecord
 from odradek.protocol import compression as _compression
 from odradek.protocol.legacy import decode_legacy_records, validate_legacy_entry
-from odradek.protocol.records import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
+from odradek.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
 from odradek.protocol.varint import VarintError
 
 __all__ = ["BatchCursor", "DecodedRecords", "LazyRecords", "decode_body"]

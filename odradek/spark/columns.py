@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from odradek.protocol.records import CorruptRecordError
+from odradek.protocol.record_batch import CorruptRecordError
 from odradek.protocol.varint import VarintError, decode_varint
 
 __all__ = ["records_to_columns"]

@@ -37,7 +37,8 @@ from crc32c import crc32c
 
 from odradek.protocol import compression, native
 from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.records import CorruptRecordError, Record
+from odradek.protocol.record_batch import CorruptRecordError
+from odradek.protocol.records import Record
 from odradek.protocol.varint import VarintError, decode_varint
 from odradek.spark import columns as _twin
 from odradek.spark.schema import arrow_schema

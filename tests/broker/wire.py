@@ -3,7 +3,7 @@
 Requests are encoded with ``odradek.protocol.messages.encode_request`` (correlation ids assigned
 here, counting up), responses read with a ``FrameDecoder`` and ``decode_response``. Helpers build
 the common requests; everything else goes through :meth:`Wire.call` with a request struct.
-Record batches come from ``odradek.protocol.records.encode_batch``; fetched bytes are split back
+Record batches come from ``odradek.protocol.batch_builder.encode_batch``; fetched bytes are split back
 into batches with :func:`split_batches` (complete batches only, as a consumer does).
 """
 

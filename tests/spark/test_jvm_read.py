@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from odradek.protocol.records import Compression
+from odradek.protocol.record_batch import Compression
 from tests.broker.wire import Wire
 from tests.spark.jvm_support import all_rows, bootstrap, both, load
 from tests.spark.spark_support import delete_records, produce
