@@ -4,12 +4,13 @@ One broker process and one local Spark session (``local[2]``, shuffle partitions
 workers on this interpreter: the session of the Spark tests, docs/spark.md):
 
 1. Fill: ``partitions`` topics of one partition each (``spark-read-<i>``) with ``read_records``
-   100-byte random values in all, as pre-built 16 KiB batches over the native protocol
-   (:func:`bench.fetch.fill_partition`). The read subscribes to all of them, so Spark plans one
-   task per topic-partition and reads in parallel. Those batches cycle through 16 distinct
-   ones, so Parquet dictionary-encodes the ~2,300 distinct values of its copy;
-   ``--set distinct_values=true`` fills with a fresh random value for every record instead
-   (``bench.spark_files._fill_distinct``), a Parquet copy as large as the segments.
+   100-byte random values in all, a fresh random value for every record, as events are
+   (``bench.spark_files._fill_distinct``): the Parquet copy is as large as the segments. The
+   read subscribes to all of them, so Spark plans one task per topic-partition and reads in
+   parallel. ``--set distinct_values=false`` fills with pre-built 16 KiB batches cycling
+   through 16 distinct ones instead (:func:`bench.fetch.fill_partition`): Parquet then
+   dictionary-encodes the ~2,300 distinct values of its copy, and its count query reads about
+   a byte a row where a Kafka-format reader reads all 100 (bench/README.md "spark").
 2. Warm-up (untimed): every operation below once on ``warmup_records`` rows, so Python worker
    start-up (~10 s for the first query of a session) and JIT land outside the figures.
 3. The read baseline's file (untimed): the topics read through ``odradek`` and written to
@@ -81,7 +82,7 @@ class Params:
     acks: str = "1"
     repeats: int = 3
     warmup_records: int = 200_000
-    distinct_values: bool = False  # every value random (else the 16 pre-built batches, cycled)
+    distinct_values: bool = True  # every value random (false: 16 pre-built batches, cycled)
 
     @classmethod
     def quick(cls) -> Params:

@@ -7,10 +7,10 @@ local Spark session (``local[2]``, the session of the Spark tests, docs/spark.md
 1. Fill: ``partitions`` one-partition topics with ``read_records`` 100-byte random values in
    all, pre-built 16 KiB batches over the native protocol (``bench.spark._fill``, the broker
    read benchmark's fill), into the shipped config's 1 GiB segments; then the broker stops.
-   That fill cycles through 16 distinct batches, so its ~2,300 distinct values repeat and
-   Parquet dictionary-encodes them (its copy is a small fraction of the segments' size).
-   ``--set distinct_values=true`` fills with a fresh random value for every record instead
-   (a Parquet copy as large as the segments), built batch by batch as it is sent.
+   Every record has a fresh random value (a Parquet copy as large as the segments), built
+   batch by batch as it is sent. ``--set distinct_values=false`` cycles 16 distinct batches
+   instead: their ~2,300 distinct values repeat and Parquet dictionary-encodes them (its copy
+   is a small fraction of the segments' size).
 2. The Parquet baseline's file (untimed): the topics read from ``log.dirs`` and written to
    Parquet with every column, so both reads see the same rows and columns.
 3. One untimed round (Python worker start-up, JIT, page cache), then ``repeats`` interleaved
@@ -57,7 +57,7 @@ class Params:
     partitions: int = 4  # one-partition topics
     max_partition_bytes: int = 128 << 20  # the reader's maxPartitionBytes option
     repeats: int = 3
-    distinct_values: bool = False  # every value random (else the shared fill's repeating ones)
+    distinct_values: bool = True  # every value random (false: the repeating 16 batches)
 
     @classmethod
     def quick(cls) -> Params:

@@ -3,8 +3,8 @@
 Requests are encoded with ``odradek.protocol.messages.encode_request`` (correlation ids assigned
 here, counting up), responses read with a ``FrameDecoder`` and ``decode_response``. Helpers build
 the common requests; everything else goes through :meth:`Wire.call` with a request struct.
-Record batches come from ``odradek.protocol.batch_builder.encode_batch``; fetched bytes are split back
-into batches with :func:`split_batches` (complete batches only, as a consumer does).
+Record batches come from ``odradek.protocol.batch_builder.encode_batch``; fetched bytes are
+split back into batches with :func:`split_batches` (complete batches only, as a consumer does).
 """
 
 from __future__ import annotations
