@@ -23,7 +23,6 @@ from typing import Any
 
 from odradek.broker.config import ConfigError
 from odradek.cli.common import add_command_config
-from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.acl import (
     CLUSTER_NAME,
     Operation,
@@ -181,8 +180,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _call(args: argparse.Namespace, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
-    with KafkaCall(args.bootstrap_server, read_command_config(args.command_config)) as call:
-        return call.call(api_key, _VERSION, fields)
+    from odradek.cli.kafka_call import call_once  # the codecs load only when a request is sent
+
+    return call_once(args.bootstrap_server, args.command_config, api_key, _VERSION, fields)
 
 
 def _list(args: argparse.Namespace) -> int:

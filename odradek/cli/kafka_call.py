@@ -31,7 +31,7 @@ from odradek.client.security import options_from_properties, uses_sasl
 from odradek.protocol import kafka
 from odradek.protocol.sasl import SaslFailure, client_tokens
 
-__all__ = ["KafkaCall", "read_command_config"]
+__all__ = ["KafkaCall", "call_once", "read_command_config"]
 
 _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
 
@@ -41,6 +41,14 @@ def read_command_config(path: Path | None) -> dict[str, str]:
     if path is None:
         return {}
     return parse_properties(Path(path).read_text(), str(path))
+
+
+def call_once(
+    bootstrap: str, command_config: Path | None, api_key: int, version: int, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """One request to ``bootstrap`` on a connection secured as ``--command-config`` says."""
+    with KafkaCall(bootstrap, read_command_config(command_config)) as call:
+        return call.call(api_key, version, fields)
 
 
 class KafkaCall:

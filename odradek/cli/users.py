@@ -29,7 +29,6 @@ from typing import Any
 
 from odradek.broker.config import ConfigError, load_config
 from odradek.cli.common import add_command_config
-from odradek.cli.kafka_call import KafkaCall, read_command_config
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.sasl import (
     MECHANISM_IDS,
@@ -109,8 +108,9 @@ def _password() -> str:
 
 # -- through a running broker: Kafka's requests ------------------------------------------------
 def _call(args: argparse.Namespace, api_key: int, fields: dict[str, Any]) -> dict[str, Any]:
-    with KafkaCall(args.bootstrap_server, read_command_config(args.command_config)) as call:
-        return call.call(api_key, 0, fields)
+    from odradek.cli.kafka_call import call_once  # the codecs load only when a request is sent
+
+    return call_once(args.bootstrap_server, args.command_config, api_key, 0, fields)
 
 
 def _online(args: argparse.Namespace) -> int:
