@@ -13,10 +13,18 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.broker.security.certs import make_certs
 from tests.broker_process import BrokerProcess
 
 settings.register_profile("odradek", deadline=None)
 settings.load_profile("odradek")
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA, a broker certificate for 127.0.0.1/localhost and client certificates
+    (``tests.broker.security.certs``), made once per run for every security test."""
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.broker.security.certs import make_certs
 from tests.broker.security.conftest import USER, USER_PASSWORD, start_secure_broker
 from tests.broker_process import REPO, BrokerProcess
 
@@ -24,11 +23,6 @@ class Result(NamedTuple):
     status: int
     out: str
     err: str
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,6 @@ from odradek.client import (
 from odradek.client.config import ClientConfig
 from odradek.client.errors import SslAuthenticationError
 from odradek.client.security import options_from_properties
-from tests.broker.security.certs import make_certs
 from tests.broker.security.conftest import USER_PASSWORD, start_secure_broker, tls_overrides
 from tests.broker_process import BrokerProcess
 
@@ -38,11 +37,6 @@ pytestmark = pytest.mark.slow
 
 PASSWORD = USER_PASSWORD
 WRONG = "not-the-password"
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

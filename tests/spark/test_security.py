@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from tests.broker.security.certs import make_certs
 from tests.broker.security.conftest import USER, USER_PASSWORD, start_secure_broker
 from tests.broker_process import BrokerProcess
 
@@ -19,8 +18,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, Path]]:
-    certs = make_certs(tmp_path_factory.mktemp("certs"))
+def secure_broker(
+    tmp_path_factory: pytest.TempPathFactory, certs: Path
+) -> Iterator[tuple[BrokerProcess, Path]]:
     broker = start_secure_broker(tmp_path_factory.mktemp("spark-secure") / "logs", certs)
     yield broker, certs
     broker.stop()

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.broker.security.certs import make_certs
 from tests.broker_process import BrokerProcess
 
 KEYSTORE_SECRET = "keystore-secret-value"
-
-
-@pytest.fixture(scope="session")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 def tls_overrides(certs: Path, client_auth: str = "requested") -> list[str]:
