@@ -1,12 +1,47 @@
-"""Helpers of the broker-backed JVM reader's tests (``format("odradek-jvm")``, sources in
-odradek/spark/jvm/src/odradek/broker): load a topic through it and through the Python source,
-and the rows of a DataFrame in a comparable form."""
+"""Helpers of the JVM readers' tests (``format("odradek-jvm")`` and ``format("odradek-files")``,
+sources in odradek/spark/jvm/src/odradek): load a topic through a reader and through the Python
+source, the rows of a DataFrame in a comparable form, and a scan's tasks planned and read one by
+one as Spark's driver and executors would."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tests.broker.wire import Wire
+
+OFFSET_COLUMN = 4  # key, value, topic, partition, offset, ...
+
+
+def plan(spark: Any, source_class: str, options: dict[str, str]) -> tuple[Any, list[Any]]:
+    """The scan's batch and its planned tasks, as Spark's driver gets them from the source
+    ``source_class`` (``odradek.broker.BrokerSource``, ``odradek.files.FilesSource``)."""
+    jvm = spark._jvm
+    props = jvm.java.util.HashMap()
+    for name, value in options.items():
+        props.put(name, value)
+    cased = jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(props)
+    source = functools.reduce(getattr, source_class.split("."), jvm)()
+    transforms = spark.sparkContext._gateway.new_array(
+        jvm.org.apache.spark.sql.connector.expressions.Transform, 0
+    )
+    table = source.getTable(source.inferSchema(cased), transforms, props)
+    scan_batch = table.newScanBuilder(cased).build().toBatch()
+    return scan_batch, list(scan_batch.planInputPartitions())
+
+
+def read(scan_batch: Any, task: Any) -> list[int]:
+    """The offsets one task returns."""
+    reader = scan_batch.createReaderFactory().createColumnarReader(task)
+    offsets: list[int] = []
+    try:
+        while reader.next():
+            columns = reader.get()
+            vector = columns.column(OFFSET_COLUMN)
+            offsets += [vector.getLong(i) for i in range(columns.numRows())]
+    finally:
+        reader.close()
+    return offsets
 
 
 def bootstrap(wire: Wire) -> str:

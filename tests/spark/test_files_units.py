@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from odradek.protocol.batch_builder import encode_batch
+from tests.spark import jvm_support
+from tests.spark.jvm_support import read
 
 T0 = 1_700_000_000_000
-OFFSET_COLUMN = 4  # key, value, topic, partition, offset, ...
 
 
 def batch(base: int, count: int) -> bytes:
@@ -31,33 +32,9 @@ def write_partition(root: Path, batches: int = 20, per_batch: int = 5) -> Path:
 
 
 def plan(spark: Any, root: Path, **options: str) -> tuple[Any, list[Any]]:
-    """The scan's batch and its planned tasks (``FileRange``), as Spark's driver gets them."""
-    jvm = spark._jvm
-    props = jvm.java.util.HashMap()
-    for name, value in {"log.dirs": str(root), "subscribe": "t", **options}.items():
-        props.put(name, value)
-    cased = jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(props)
-    source = jvm.odradek.files.FilesSource()
-    transforms = spark.sparkContext._gateway.new_array(
-        jvm.org.apache.spark.sql.connector.expressions.Transform, 0
-    )
-    table = source.getTable(source.inferSchema(cased), transforms, props)
-    scan_batch = table.newScanBuilder(cased).build().toBatch()
-    return scan_batch, list(scan_batch.planInputPartitions())
-
-
-def read(scan_batch: Any, task: Any) -> list[int]:
-    """The offsets one task returns."""
-    reader = scan_batch.createReaderFactory().createColumnarReader(task)
-    offsets: list[int] = []
-    try:
-        while reader.next():
-            columns = reader.get()
-            vector = columns.column(OFFSET_COLUMN)
-            offsets += [vector.getLong(i) for i in range(columns.numRows())]
-    finally:
-        reader.close()
-    return offsets
+    """The scan's batch and its planned tasks (``FileRange``)."""
+    options = {"log.dirs": str(root), "subscribe": "t", **options}
+    return jvm_support.plan(spark, "odradek.files.FilesSource", options)
 
 
 def test_planned_ranges_are_disjoint_and_cover_the_range(spark: Any, tmp_path: Path) -> None:

@@ -9,43 +9,18 @@ from typing import Any
 import pytest
 
 from tests.broker.wire import Wire
-from tests.spark.jvm_support import bootstrap
+from tests.spark import jvm_support
+from tests.spark.jvm_support import bootstrap, read
 from tests.spark.spark_support import delete_records, produce
 
 pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000_000
-OFFSET_COLUMN = 4  # key, value, topic, partition, offset, ...
 
 
 def plan(spark: Any, options: dict[str, str]) -> tuple[Any, list[Any]]:
-    """The scan's batch and its planned tasks (``OffsetRange``), as Spark's driver gets them."""
-    jvm = spark._jvm
-    props = jvm.java.util.HashMap()
-    for name, value in options.items():
-        props.put(name, value)
-    cased = jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(props)
-    source = jvm.odradek.broker.BrokerSource()
-    transforms = spark.sparkContext._gateway.new_array(
-        jvm.org.apache.spark.sql.connector.expressions.Transform, 0
-    )
-    table = source.getTable(source.inferSchema(cased), transforms, props)
-    scan_batch = table.newScanBuilder(cased).build().toBatch()
-    return scan_batch, list(scan_batch.planInputPartitions())
-
-
-def read(scan_batch: Any, task: Any) -> list[int]:
-    """The offsets one task returns."""
-    reader = scan_batch.createReaderFactory().createColumnarReader(task)
-    offsets: list[int] = []
-    try:
-        while reader.next():
-            columns = reader.get()
-            vector = columns.column(OFFSET_COLUMN)
-            offsets += [vector.getLong(i) for i in range(columns.numRows())]
-    finally:
-        reader.close()
-    return offsets
+    """The scan's batch and its planned tasks (``OffsetRange``)."""
+    return jvm_support.plan(spark, "odradek.broker.BrokerSource", options)
 
 
 @pytest.mark.parametrize("fail", [True, False])
