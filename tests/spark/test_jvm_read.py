@@ -179,7 +179,16 @@ def test_deleted_offsets_and_fail_on_data_loss(spark: Any, wire: Wire, topic: st
         ({"subscribe": "{t}", "includeHeaders": "yes"}, "includeHeaders"),
         ({"subscribe": "{t}", "fetch.max.bytes": "10"}, "fetch.max.bytes"),
         ({"subscribe": "{t}", "isolation.level": "dirty"}, "isolation.level"),
-        ({"subscribe": "{t}", "kafka.security.protocol": "SASL_SSL"}, "kafka.security.protocol"),
+        ({"subscribe": "{t}", "kafka.security.protocol": "TLS"}, "kafka.security.protocol"),
+        ({"subscribe": "{t}", "kafka.security.protocol": "SASL_SSL"}, "kafka.sasl.mechanism"),
+        (
+            {
+                "subscribe": "{t}",
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "PLAIN",
+            },
+            "kafka.sasl.jaas.config",
+        ),
         ({"subscribe": "{t}", "kafka.bootstrap.servers": "no-port"}, "kafka.bootstrap.servers"),
         ({"subscribe": "{t}", "log.dirs": "/tmp"}, "log.dirs"),
     ],

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from tests.broker.security.certs import make_certs
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 from tests.spark.jvm_support import all_rows, load
@@ -19,11 +18,6 @@ from tests.spark.spark_support import produce
 pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000_000
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ final class BrokerCluster implements Cluster, AutoCloseable {
 
   static BrokerCluster open(BrokerOptions options) {
     return new BrokerCluster(
-        KafkaConnection.open(options.servers, Tls.factory(options)), options.readCommitted);
+        KafkaConnection.open(options), options.readCommitted);
   }
 
   @Override

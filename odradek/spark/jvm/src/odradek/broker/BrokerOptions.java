@@ -3,7 +3,10 @@ package odradek.broker;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import odradek.source.OptionError;
 import odradek.source.Options;
 import odradek.source.ReadOptions;
@@ -21,9 +24,15 @@ import odradek.source.ReadOptions;
  *       batch larger than that still comes back whole.
  *   <li>{@code kafkaConsumer.pollTimeoutMs}: how long a task waits for a planned offset that the
  *       broker does not serve yet before it fails (default 120000).
- *   <li>{@code kafka.security.protocol} ({@code PLAINTEXT} default, or {@code SSL}) and, for
- *       SSL, {@code kafka.ssl.truststore.location}: a PEM file of the CA certificates to trust
- *       (without it, the JVM's default trust store) ({@link Tls}).
+ *   <li>{@code kafka.security.protocol}: {@code PLAINTEXT} (default), {@code SSL}, {@code
+ *       SASL_PLAINTEXT} or {@code SASL_SSL}. With TLS, {@code kafka.ssl.truststore.location}: a
+ *       PEM file of the CA certificates to trust (without it, the JVM's default trust store)
+ *       ({@link Tls}). With SASL ({@link Sasl}), {@code kafka.sasl.mechanism} ({@code PLAIN},
+ *       {@code SCRAM-SHA-256}, {@code SCRAM-SHA-512}) and the credentials: {@code
+ *       kafka.sasl.jaas.config} ({@code ... required username="..." password="...";}) or
+ *       librdkafka's {@code kafka.sasl.username} and {@code kafka.sasl.password}. They travel to
+ *       the executors inside the options, as Spark's Kafka source sends them, and appear in no
+ *       description or message.
  * </ul>
  */
 public final class BrokerOptions extends ReadOptions {
@@ -37,6 +46,12 @@ public final class BrokerOptions extends ReadOptions {
   final long pollTimeout;
   final boolean ssl;
   final String truststore; // a PEM file, or null: the JVM's trust store
+  final String saslMechanism; // null: no SASL
+  final String saslUsername;
+  final String saslPassword;
+  private static final Pattern JAAS_FIELD =
+      Pattern.compile("(username|password)\\s*=\\s*\"((?:[^\"\\\\]|\\\\.)*)\"");
+  private static final List<String> MECHANISMS = List.of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512");
 
   private BrokerOptions(Options options, List<String> servers) {
     super(options);
@@ -45,18 +60,52 @@ public final class BrokerOptions extends ReadOptions {
     fetchMaxBytes = (int) Math.min(fetch == null ? DEFAULT_FETCH_BYTES : fetch, 1L << 30);
     pollTimeout = pollTimeoutMs == null ? DEFAULT_POLL_TIMEOUT_MS : pollTimeoutMs;
     String protocol = first(options, "kafka.security.protocol", "security.protocol");
-    protocol = protocol == null ? "PLAINTEXT" : protocol.strip().toUpperCase(java.util.Locale.ROOT);
-    if (!protocol.equals("PLAINTEXT") && !protocol.equals("SSL")) {
+    protocol = protocol == null ? "PLAINTEXT" : protocol.strip().toUpperCase(Locale.ROOT);
+    if (!List.of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL").contains(protocol)) {
       throw new OptionError(
           "kafka.security.protocol",
-          "expected PLAINTEXT or SSL, got '" + protocol + "' (SASL is not supported here)");
+          "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, got '" + protocol + "'");
     }
-    ssl = protocol.equals("SSL");
+    ssl = protocol.endsWith("SSL");
     truststore = first(options, "kafka.ssl.truststore.location", "ssl.truststore.location");
     if (truststore != null && !ssl) {
       throw new OptionError(
-          "kafka.ssl.truststore.location", "is given without kafka.security.protocol=SSL");
+          "kafka.ssl.truststore.location",
+          "is given without kafka.security.protocol=SSL or SASL_SSL");
     }
+    if (!protocol.startsWith("SASL_")) {
+      saslMechanism = saslUsername = saslPassword = null;
+      return;
+    }
+    String mechanism = first(options, "kafka.sasl.mechanism", "sasl.mechanism");
+    saslMechanism = mechanism == null ? null : mechanism.strip().toUpperCase(Locale.ROOT);
+    if (saslMechanism == null || !MECHANISMS.contains(saslMechanism)) {
+      throw new OptionError(
+          "kafka.sasl.mechanism",
+          "expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 with " + protocol + ", got "
+              + (mechanism == null ? "nothing" : "'" + mechanism + "'"));
+    }
+    String user = first(options, "kafka.sasl.username", "sasl.username");
+    String password = first(options, "kafka.sasl.password", "sasl.password");
+    String jaas = first(options, "kafka.sasl.jaas.config", "sasl.jaas.config");
+    if (jaas != null) {
+      Matcher field = JAAS_FIELD.matcher(jaas);
+      while (field.find()) {
+        if (field.group(1).equals("username") && user == null) {
+          user = field.group(2);
+        } else if (field.group(1).equals("password") && password == null) {
+          password = field.group(2);
+        }
+      }
+    }
+    if (user == null || user.isEmpty() || password == null) {
+      throw new OptionError(
+          "kafka.sasl.jaas.config",
+          "SASL needs username=\"...\" and password=\"...\" in it (or kafka.sasl.username and"
+              + " kafka.sasl.password)");
+    }
+    saslUsername = user;
+    saslPassword = password;
   }
 
   private static String first(Options options, String name, String alias) {

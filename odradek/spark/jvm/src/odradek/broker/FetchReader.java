@@ -68,7 +68,7 @@ public final class FetchReader implements PartitionReader<ColumnarBatch> {
     this.decoder = new EntryDecoder(columns);
     this.position = r.fromOffset();
     this.fetchBytes = options.fetchMaxBytes;
-    this.conn = KafkaConnection.open(options.servers, Tls.factory(options));
+    this.conn = KafkaConnection.open(options);
     this.deadline = System.nanoTime() + options.pollTimeout * 1_000_000L;
   }
 

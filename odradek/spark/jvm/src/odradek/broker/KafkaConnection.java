@@ -19,7 +19,8 @@ import javax.net.ssl.SSLSocketFactory;
  * response is read); responses come back in order, each correlation id checked against its
  * request's. Not thread-safe.
  *
- * <p>With {@code kafka.security.protocol=SSL} the TCP connection is wrapped in TLS ({@link Tls}).
+ * <p>With {@code kafka.security.protocol=SSL} or {@code SASL_SSL} the TCP connection is wrapped in
+ * TLS ({@link Tls}); with {@code SASL_*} it then authenticates ({@link Sasl}).
  * Connecting tries each {@code host:port} of {@code kafka.bootstrap.servers} in order (the
  * broker is a single node, so every address reaches the same one); when none answers, the error
  * names every address tried and why.
@@ -46,8 +47,26 @@ final class KafkaConnection implements AutoCloseable {
     out = socket.getOutputStream();
   }
 
+  /**
+   * A connection to the first of the options' servers that accepts one, with TLS and SASL as
+   * they say ({@link Tls}, {@link Sasl}: a failed authentication is a {@link SecurityException},
+   * not tried on the next address).
+   */
+  static KafkaConnection open(BrokerOptions options) {
+    KafkaConnection conn = open(options.servers, Tls.factory(options));
+    if (options.saslMechanism != null) {
+      try {
+        Sasl.authenticate(conn, options);
+      } catch (RuntimeException e) {
+        conn.close();
+        throw e;
+      }
+    }
+    return conn;
+  }
+
   /** A connection to the first of {@code servers} that accepts one. */
-  static KafkaConnection open(List<String> servers, SSLSocketFactory tls) {
+  private static KafkaConnection open(List<String> servers, SSLSocketFactory tls) {
     List<String> failures = new ArrayList<>();
     for (String server : servers) {
       int colon = server.lastIndexOf(':');

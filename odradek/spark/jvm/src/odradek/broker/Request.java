@@ -10,6 +10,7 @@ import java.util.Arrays;
  *
  * <pre>
  *   frame          size int32 (bytes after it) | header | body
+ *   bytes          length int32 | the bytes              (nullable: length -1 for null)
  *   header v1      api_key int16 | api_version int16 | correlation_id int32 | client_id string
  *   string         length int16 | UTF-8 bytes           (nullable: length -1 for null)
  *   array          count int32 | items                  (nullable: count -1 for null)
@@ -69,6 +70,15 @@ final class Request {
     room(utf8.length);
     System.arraycopy(utf8, 0, b, n, utf8.length);
     n += utf8.length;
+    return this;
+  }
+
+  /** A non-null {@code bytes} field: length int32, then the bytes. */
+  Request bytes(byte[] data) {
+    int32(data.length);
+    room(data.length);
+    System.arraycopy(data, 0, b, n, data.length);
+    n += data.length;
     return this;
   }
 

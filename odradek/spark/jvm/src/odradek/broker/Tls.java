@@ -19,12 +19,12 @@ import javax.net.ssl.TrustManagerFactory;
 import odradek.source.OptionError;
 
 /**
- * {@code kafka.security.protocol=SSL}: a connected TCP socket is wrapped in TLS, the broker's
- * certificate checked against {@code kafka.ssl.truststore.location} (a PEM file of one or more
- * CA certificates, as odradek's own {@code ssl.truststore.location}; without it, the JVM's
- * default trust store) and its host name against the certificate (Kafka's default {@code
- * ssl.endpoint.identification.algorithm=https}). No client certificate is sent; SASL is not
- * supported. The factory is built per connection, on the executor that connects.
+ * {@code kafka.security.protocol=SSL} or {@code SASL_SSL}: a connected TCP socket is wrapped in
+ * TLS, the broker's certificate checked against {@code kafka.ssl.truststore.location} (a PEM
+ * file of one or more CA certificates, as odradek's own {@code ssl.truststore.location};
+ * without it, the JVM's default trust store) and its host name against the certificate (Kafka's
+ * default {@code ssl.endpoint.identification.algorithm=https}). No client certificate is sent.
+ * The factory is built per connection, on the executor that connects.
  */
 final class Tls {
   private Tls() {}
