@@ -1,6 +1,7 @@
 """Build ``odradek/spark/jars/odradek-spark.jar``: the ``odradek-jvm`` and ``odradek-files`` Spark
 data sources (JVM; sources under ``src/odradek/``: ``broker/`` and ``files/`` the two readers,
-``source/`` their shared options and offset planning, ``records/`` their shared decoding).
+``source/`` their shared options, offset planning and DataSource V2 table and scan, ``records/``
+their shared decoding).
 
 Run by ``make install`` and by ``setup.py``'s ``build_py`` (so a ``pip install`` of the sdist
 builds it where it can)::

@@ -1,17 +1,9 @@
 package odradek.broker;
 
 import java.util.Map;
-import java.util.Set;
-import odradek.source.Schema;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
-import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
-import org.apache.spark.sql.connector.catalog.TableProvider;
-import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.sources.DataSourceRegister;
+import odradek.source.ColumnarScan;
+import odradek.source.ReadSource;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * {@code spark.read.format("odradek-jvm").option("kafka.bootstrap.servers", ...)
@@ -22,56 +14,28 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>The options are parsed when the table is loaded ({@link BrokerOptions}), so a bad option
  * fails {@code load()}; the broker is asked and the tasks planned when a query runs ({@link
- * BrokerScan}), each query anew. Only batch reads.
+ * BrokerScan}), each query anew. Only batch reads. The table and its scan builder are the
+ * shared {@link ReadSource}'s; the table is named by the bootstrap servers.
  */
-public final class BrokerSource implements TableProvider, DataSourceRegister {
+public final class BrokerSource extends ReadSource<BrokerOptions> {
   public static final String NAME = "odradek-jvm";
 
-  @Override
-  public String shortName() {
-    return NAME;
+  public BrokerSource() {
+    super(NAME);
   }
 
   @Override
-  public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return Schema.of(BrokerOptions.parse(options).includeHeaders);
+  protected BrokerOptions parse(Map<String, String> options) {
+    return BrokerOptions.parse(options);
   }
 
   @Override
-  public Table getTable(
-      StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new BrokerTable(schema, BrokerOptions.parse(properties));
+  protected String where(BrokerOptions options) {
+    return String.join(",", options.servers);
   }
 
-  /** The broker's topics as a read-only table. */
-  public static final class BrokerTable implements Table, SupportsRead {
-    private final StructType schema;
-    private final BrokerOptions options;
-
-    BrokerTable(StructType schema, BrokerOptions options) {
-      this.schema = schema;
-      this.options = options;
-    }
-
-    @Override
-    public String name() {
-      return NAME + " " + String.join(",", options.servers);
-    }
-
-    @Override
-    @SuppressWarnings("deprecation") // columns() is derived from it by default
-    public StructType schema() {
-      return schema;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return Set.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap ignored) {
-      return new BrokerScan.Builder(schema, options);
-    }
+  @Override
+  protected ColumnarScan<BrokerOptions> scan(StructType schema, BrokerOptions options) {
+    return new BrokerScan(schema, options);
   }
 }
