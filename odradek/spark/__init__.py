@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from odradek.spark.metadata import DataLossError
-from odradek.spark.options import OdradekOptionError
+from odradek.spark.option_values import OdradekOptionError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from odradek.client import Client, TopicPartition
-from odradek.spark.options import TopicPartition as TP
+from odradek.spark.option_values import TopicPartition as TP
 
 __all__ = ["ClientCluster"]
 

@@ -31,7 +31,8 @@ from odradek.client import Client, KafkaError, TopicPartition
 from odradek.client.errors import OffsetOutOfRangeError
 from odradek.spark.decode import decode_fetch
 from odradek.spark.metadata import report_data_loss
-from odradek.spark.options import EARLIEST, ReadOptions
+from odradek.spark.option_values import EARLIEST
+from odradek.spark.options import ReadOptions
 from odradek.spark.planning import OffsetRange
 
 __all__ = ["read_range"]

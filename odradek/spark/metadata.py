@@ -13,15 +13,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from odradek.spark.options import (
-    EARLIEST,
-    LATEST,
-    OdradekOptionError,
-    OffsetSpec,
-    ReadOptions,
-    Subscription,
-    TopicPartition,
-)
+from odradek.spark.option_values import EARLIEST, LATEST, OdradekOptionError, TopicPartition
+from odradek.spark.options import OffsetSpec, ReadOptions, Subscription
 from odradek.spark.planning import OffsetRange
 
 __all__ = [

@@ -26,75 +26,28 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from odradek.client.security import options_from_properties
+from odradek.spark.option_values import (
+    EARLIEST,
+    LATEST,
+    OdradekOptionError,
+    TopicPartition,
+    get_option,
+    int_value,
+    parse_bool,
+    parse_int,
+    parse_offsets_json,
+    parse_partitions_json,
+)
 
-__all__ = [
-    "EARLIEST",
-    "LATEST",
-    "OdradekOptionError",
-    "OffsetSpec",
-    "ReadOptions",
-    "Subscription",
-    "TopicPartition",
-    "WriteOptions",
-    "parse_bool",
-    "parse_offsets_json",
-    "parse_partitions_json",
-]
+__all__ = ["OffsetSpec", "ReadOptions", "Subscription", "WriteOptions"]
 
-EARLIEST = -2
-LATEST = -1
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
-TopicPartition = tuple[str, int]
 SubscriptionKind = Literal["subscribe", "subscribePattern", "assign"]
 
 
-class OdradekOptionError(ValueError):
-    """An invalid data source option; the message names the option."""
-
-    def __init__(self, option: str, problem: str) -> None:
-        super().__init__(f"option '{option}': {problem}")
-        self.option = option
-
-
-def _get(options: Mapping[str, str], name: str) -> str | None:
-    """The value of ``name`` (looked up case-insensitively; Spark lower-cases keys)."""
-    lowered = name.lower()
-    for key, value in options.items():
-        if key.lower() == lowered:
-            return None if value is None else str(value)
-    return None
-
-
-def parse_bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(options, name)
-    if raw is None:
-        return default
-    lowered = raw.strip().lower()
-    if lowered not in ("true", "false"):
-        raise OdradekOptionError(name, f"expected true or false, got {raw!r}")
-    return lowered == "true"
-
-
-def _parse_int(options: Mapping[str, str], name: str, *, minimum: int | None = None) -> int | None:
-    return _int_value(name, _get(options, name), minimum=minimum)
-
-
-def _int_value(name: str, raw: str | None, *, minimum: int | None = None) -> int | None:
-    if raw is None:
-        return None
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise OdradekOptionError(name, f"expected an integer, got {raw!r}") from None
-    if minimum is not None and value < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise OdradekOptionError(name, f"must be {what}, got {value}")
-    return value
-
-
 def _bootstrap(options: Mapping[str, str]) -> str:
-    raw = _get(options, "bootstrap.servers") or _get(options, "kafka.bootstrap.servers")
+    raw = get_option(options, "bootstrap.servers") or get_option(options, "kafka.bootstrap.servers")
     if raw is None:
         return DEFAULT_BOOTSTRAP
     servers = [s.strip() for s in raw.split(",") if s.strip()]
@@ -166,7 +119,7 @@ class Subscription:
         given = {
             name: value
             for name in ("subscribe", "subscribePattern", "assign")
-            if (value := _get(options, name)) is not None
+            if (value := get_option(options, name)) is not None
         }
         if len(given) != 1:
             problem = (
@@ -203,68 +156,6 @@ def _group(tps: object) -> dict[str, list[int]]:
     return grouped
 
 
-def _load_json_object(option: str, raw: str, example: str) -> dict[str, object]:
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise OdradekOptionError(
-            option, f"expected JSON like {example}, got {raw!r} ({exc})"
-        ) from None
-    if not isinstance(data, dict):
-        raise OdradekOptionError(option, f"expected a JSON object like {example}, got {raw!r}")
-    return data
-
-
-def parse_partitions_json(option: str, raw: str) -> list[TopicPartition]:
-    """``{"topicA": [0, 1], "topicB": [2]}`` (the ``assign`` option) → topic-partitions."""
-    example = '{"topicA":[0,1],"topicB":[2]}'
-    data = _load_json_object(option, raw, example)
-    result: list[TopicPartition] = []
-    for topic, partitions in data.items():
-        if not isinstance(partitions, list) or not all(
-            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in partitions
-        ):
-            raise OdradekOptionError(
-                option, f"topic {topic!r}: expected a list of partition numbers like {example}"
-            )
-        result.extend((topic, p) for p in dict.fromkeys(partitions))
-    return result
-
-
-def parse_offsets_json(
-    option: str, raw: str, *, timestamps: bool = False
-) -> dict[TopicPartition, int]:
-    """``{"t": {"0": 23, "1": -2}}`` → ``{("t", 0): 23, ("t", 1): -2}``.
-
-    Offsets must be >= -2 (-2 earliest, -1 latest); timestamps (``timestamps=True``) >= 0.
-    """
-    example = '{"topic":{"0":1700000000000}}' if timestamps else '{"topic":{"0":23,"1":-2}}'
-    data = _load_json_object(option, raw, example)
-    result: dict[TopicPartition, int] = {}
-    for topic, partitions in data.items():
-        if not isinstance(partitions, dict):
-            raise OdradekOptionError(
-                option, f"topic {topic!r}: expected an object of partition to offset like {example}"
-            )
-        for key, value in partitions.items():
-            try:
-                partition = int(key)
-            except ValueError:
-                partition = -1
-            if partition < 0:
-                raise OdradekOptionError(option, f"topic {topic!r}: bad partition number {key!r}")
-            low = 0 if timestamps else EARLIEST
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                what = (
-                    "a timestamp in ms" if timestamps else "an offset, -2 (earliest) or -1 (latest)"
-                )
-                raise OdradekOptionError(
-                    option, f"{topic}-{partition}: expected {what}, got {value!r}"
-                )
-            result[(topic, partition)] = value
-    return result
-
-
 # -- offsets ------------------------------------------------------------------------------------
 
 
@@ -297,15 +188,15 @@ def _offset_spec(
     ts_name = f"{which}Timestamp"
     by_ts_name = f"{which}OffsetsByTimestamp"
     name = f"{which}Offsets"
-    timestamp = _parse_int(options, ts_name, minimum=0)
+    timestamp = parse_int(options, ts_name, minimum=0)
     if timestamp is not None:
         return OffsetSpec(ts_name, timestamp=timestamp)
-    raw = _get(options, by_ts_name)
+    raw = get_option(options, by_ts_name)
     if raw is not None:
         return OffsetSpec(
             by_ts_name, timestamps=parse_offsets_json(by_ts_name, raw, timestamps=True)
         )
-    raw = _get(options, name)
+    raw = get_option(options, name)
     if raw is None:
         return None if default is None else OffsetSpec(name, default=default)
     text = raw.strip()
@@ -352,12 +243,14 @@ class ReadOptions:
             raise OdradekOptionError(ending.option, "is not valid in streaming queries")
         if not streaming:
             _check_batch_bounds(starting, ending)
-        strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+        strategy = (
+            (get_option(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+        )
         if strategy not in ("error", "latest"):
             raise OdradekOptionError(
                 "startingOffsetsByTimestampStrategy", f"expected error or latest, got {strategy!r}"
             )
-        max_per_trigger = _parse_int(options, "maxOffsetsPerTrigger", minimum=1)
+        max_per_trigger = parse_int(options, "maxOffsetsPerTrigger", minimum=1)
         if max_per_trigger is not None and not streaming:
             max_per_trigger = None  # Spark ignores it in batch queries
         return ReadOptions(
@@ -366,16 +259,16 @@ class ReadOptions:
             starting=starting,
             ending=ending,
             starting_by_timestamp_strategy=strategy,  # type: ignore[arg-type]
-            min_partitions=_parse_int(options, "minPartitions", minimum=1),
-            max_records_per_partition=_parse_int(options, "maxRecordsPerPartition", minimum=1),
+            min_partitions=parse_int(options, "minPartitions", minimum=1),
+            max_records_per_partition=parse_int(options, "maxRecordsPerPartition", minimum=1),
             max_offsets_per_trigger=max_per_trigger,
             include_headers=parse_bool(options, "includeHeaders", False),
             fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
-            poll_timeout_ms=_parse_int(options, "kafkaConsumer.pollTimeoutMs", minimum=1)
-            or 120_000,
-            fetch_max_bytes=_int_value(
+            poll_timeout_ms=parse_int(options, "kafkaConsumer.pollTimeoutMs", minimum=1) or 120_000,
+            fetch_max_bytes=int_value(
                 "fetch.max.bytes",
-                _get(options, "fetch.max.bytes") or _get(options, "kafka.fetch.max.bytes"),
+                get_option(options, "fetch.max.bytes")
+                or get_option(options, "kafka.fetch.max.bytes"),
                 minimum=1024,
             )
             or 16 << 20,
@@ -421,9 +314,9 @@ class WriteOptions:
     @staticmethod
     def parse(options: Mapping[str, str]) -> WriteOptions:
         def producer(name: str) -> str | None:
-            return _get(options, name) or _get(options, f"kafka.{name}")
+            return get_option(options, name) or get_option(options, f"kafka.{name}")
 
-        topic = _get(options, "topic")
+        topic = get_option(options, "topic")
         if topic is not None and not topic.strip():
             raise OdradekOptionError("topic", "is empty")
         acks_raw = (producer("acks") or "all").strip().lower()
@@ -435,8 +328,8 @@ class WriteOptions:
             raise OdradekOptionError(
                 "compression.type", f"expected none, gzip, snappy, lz4 or zstd, got {compression!r}"
             )
-        linger = _int_value("linger.ms", producer("linger.ms"), minimum=0)
-        batch = _int_value("batch.size", producer("batch.size"), minimum=1)
+        linger = int_value("linger.ms", producer("linger.ms"), minimum=0)
+        batch = int_value("batch.size", producer("batch.size"), minimum=1)
         return WriteOptions(
             bootstrap_servers=_bootstrap(options),
             topic=topic.strip() if topic else None,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from odradek.spark.options import TopicPartition
+from odradek.spark.option_values import TopicPartition
 
 __all__ = [
     "OffsetRange",

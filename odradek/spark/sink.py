@@ -53,7 +53,8 @@ from pyspark.sql.types import (
 )
 
 from odradek.client import Producer
-from odradek.spark.options import OdradekOptionError, WriteOptions
+from odradek.spark.option_values import OdradekOptionError
+from odradek.spark.options import WriteOptions
 from odradek.spark.schema import HEADERS_TYPE
 
 __all__ = [

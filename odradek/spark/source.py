@@ -48,13 +48,8 @@ from odradek.spark.metadata import (
     report_data_loss,
     resolve,
 )
-from odradek.spark.options import (
-    OdradekOptionError,
-    ReadOptions,
-    TopicPartition,
-    WriteOptions,
-    parse_bool,
-)
+from odradek.spark.option_values import OdradekOptionError, TopicPartition, parse_bool
+from odradek.spark.options import ReadOptions, WriteOptions
 from odradek.spark.planning import (
     OffsetRange,
     offsets_from_json,

@@ -9,14 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from odradek.spark.metadata import DataLossError, discover, report_data_loss, resolve
-from odradek.spark.options import (
-    EARLIEST,
-    LATEST,
-    OdradekOptionError,
-    ReadOptions,
-    Subscription,
-    WriteOptions,
-)
+from odradek.spark.option_values import EARLIEST, LATEST, OdradekOptionError
+from odradek.spark.options import ReadOptions, Subscription, WriteOptions
 from odradek.spark.planning import (
     OffsetRange,
     offsets_from_json,
