@@ -55,7 +55,12 @@ def _broker() -> BrokerProcess:
     if "broker" not in _shared:
         root = Path(tempfile.mkdtemp(prefix="odradek-spark-"))
         _shared["broker_root"] = root
-        _shared["broker"] = BrokerProcess([root / "logs"]).start()
+        # The tests' records carry fixed timestamps of 2023 (T0): with the default retention
+        # (7 days), the broker's first retention check, 5 minutes after it starts, would
+        # delete them under whichever test is running then.
+        _shared["broker"] = BrokerProcess(
+            [root / "logs"], overrides=["log.retention.ms=-1"]
+        ).start()
     return _shared["broker"]
 
 
