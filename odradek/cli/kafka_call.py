@@ -18,7 +18,6 @@ tokens of :mod:`odradek.protocol.sasl`. Passwords never appear in an error messa
 
 from __future__ import annotations
 
-import secrets
 import socket
 import ssl
 import struct
@@ -27,13 +26,13 @@ from typing import Any
 
 from odradek.broker.config import parse_properties
 from odradek.client.config import ClientConfig
-from odradek.client.security import options_from_properties, uses_sasl
+from odradek.client.errors import KafkaError
+from odradek.client.security import SaslAnswer, options_from_properties, sasl_exchange, uses_sasl
 from odradek.protocol import kafka
-from odradek.protocol.sasl import SaslFailure, client_tokens
 
 __all__ = ["KafkaCall", "call_once", "read_command_config"]
 
-_SASL_HANDSHAKE, _SASL_AUTHENTICATE = 17, 36
+_SASL_HANDSHAKE = 17  # api key; the exchange yields it (client.security.sasl_exchange)
 
 
 def read_command_config(path: Path | None) -> dict[str, str]:
@@ -83,28 +82,27 @@ class KafkaCall:
         self.sock.close()
 
     def _authenticate(self) -> None:
-        config = self.config
-        mechanism = config.sasl_mechanism
-        answer = self.call(_SASL_HANDSHAKE, 1, {"mechanism": mechanism})
-        if answer["error_code"]:
-            raise OSError(f"the broker refused SASL mechanism {mechanism}: {answer['mechanisms']}")
-        tokens = client_tokens(
-            mechanism,
-            config.sasl_plain_username,
-            config.sasl_plain_password,
-            secrets.token_urlsafe(18),
-        )
+        """The client's :func:`~odradek.client.security.sasl_exchange` over Kafka's
+        SaslHandshake v1 and SaslAuthenticate v2; a refusal is an ``OSError``."""
+        exchange = sasl_exchange(self.config)
         try:
-            token = next(tokens)
+            api_key, argument = next(exchange)
             while True:
-                answer = self.call(_SASL_AUTHENTICATE, 2, {"auth_bytes": token})
-                if answer["error_code"]:
-                    raise OSError(f"authentication failed: {answer['error_message']}")
-                token = tokens.send(bytes(answer["auth_bytes"]))
+                if api_key == _SASL_HANDSHAKE:
+                    fields = self.call(api_key, 1, {"mechanism": argument})
+                    enabled = fields["mechanisms"]
+                    message = f"the broker refused SASL mechanism {argument}: {enabled}"
+                    answer = SaslAnswer(fields["error_code"], message)
+                else:
+                    fields = self.call(api_key, 2, {"auth_bytes": argument})
+                    answer = SaslAnswer(
+                        fields["error_code"], fields["error_message"], bytes(fields["auth_bytes"])
+                    )
+                api_key, argument = exchange.send(answer)
         except StopIteration:
             return
-        except SaslFailure as exc:  # the broker did not prove it knows the credential
-            raise OSError(f"authentication failed: {exc}") from None
+        except KafkaError as exc:
+            raise OSError(f"authentication failed: {exc.message}") from None
 
     def call(self, api_key: int, version: int, fields: dict[str, Any]) -> dict[str, Any]:
         """Send one request and return the response's fields. ``OSError`` if the broker

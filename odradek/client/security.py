@@ -33,7 +33,7 @@ import re
 import secrets
 import ssl
 from collections.abc import Generator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from odradek.client.drivers import Call
 from odradek.client.errors import (
@@ -48,10 +48,12 @@ from odradek.protocol.sasl import SaslFailure, client_tokens
 
 __all__ = [
     "SECURITY_PROTOCOLS",
+    "SaslAnswer",
     "authenticate_op",
     "check_security",
     "connect_failure",
     "options_from_properties",
+    "sasl_exchange",
     "uses_tls",
 ]
 
@@ -131,32 +133,63 @@ def connect_failure(host: str, port: int, exc: BaseException) -> KafkaError:
     return KafkaConnectionError(f"cannot connect to {host}:{port}: {str(exc) or repr(exc)}")
 
 
-def authenticate_op(config: Any) -> Generator[Call, Any, None]:
-    """SASL on a new connection (nothing without ``SASL_*``): SaslHandshake, then
-    SaslAuthenticate until the mechanism is done. Its calls go to that connection only."""
-    if not uses_sasl(config):
-        return
+class SaslAnswer(NamedTuple):
+    """The broker's answer to one SASL request, whichever protocol carried it."""
+
+    error_code: int
+    error_message: str | None = None
+    auth_bytes: bytes = b""
+
+
+def sasl_exchange(config: Any) -> Generator[tuple[int, Any], SaslAnswer, None]:
+    """The client's SASL exchange, for any wire protocol: yields ``(api_key, argument)`` —
+    SaslHandshake (17) with the mechanism, then SaslAuthenticate (36) with each token — and is
+    sent each :class:`SaslAnswer`; returns when the mechanism is done. Raises the error the
+    broker's code names (``UnsupportedSaslMechanismError``, ``SaslAuthenticationFailedError``)
+    or ``SaslAuthenticationFailedError`` when the broker does not prove it knows the
+    credential."""
     mechanism = config.sasl_mechanism
-    answer, _ = yield Call(m.SaslHandshakeRequest(correlation_id=0, mechanism=mechanism))
+    answer = yield m.ApiKey.SASL_HANDSHAKE, mechanism
     if answer.error_code:
-        enabled = ", ".join(answer.mechanisms) or "none"
-        raise for_code(
-            answer.error_code, f"the broker refused SASL mechanism {mechanism} (enabled: {enabled})"
-        )
+        raise for_code(answer.error_code, answer.error_message)
     tokens = client_tokens(
         mechanism, config.sasl_plain_username, config.sasl_plain_password, secrets.token_urlsafe(18)
     )
     try:
         token = next(tokens)
         while True:
-            answer, _ = yield Call(m.SaslAuthenticateRequest(correlation_id=0, auth_bytes=token))
+            answer = yield m.ApiKey.SASL_AUTHENTICATE, token
             if answer.error_code:
                 raise for_code(answer.error_code, answer.error_message)
-            token = tokens.send(bytes(answer.auth_bytes))
+            token = tokens.send(answer.auth_bytes)
     except StopIteration:
         return
     except SaslFailure as exc:  # the broker did not prove it knows the credential
         raise for_code(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from None
+
+
+def authenticate_op(config: Any) -> Generator[Call, Any, None]:
+    """SASL on a new connection over the native protocol (nothing without ``SASL_*``): the
+    :func:`sasl_exchange` as native SaslHandshake and SaslAuthenticate calls, to that
+    connection only."""
+    if not uses_sasl(config):
+        return
+    exchange = sasl_exchange(config)
+    try:
+        api_key, argument = next(exchange)
+        while True:
+            if api_key == m.ApiKey.SASL_HANDSHAKE:
+                resp, _ = yield Call(m.SaslHandshakeRequest(correlation_id=0, mechanism=argument))
+                enabled = ", ".join(resp.mechanisms) or "none"
+                message = f"the broker refused SASL mechanism {argument} (enabled: {enabled})"
+                answer = SaslAnswer(resp.error_code, message)
+            else:
+                request = m.SaslAuthenticateRequest(correlation_id=0, auth_bytes=argument)
+                resp, _ = yield Call(request)
+                answer = SaslAnswer(resp.error_code, resp.error_message, bytes(resp.auth_bytes))
+            api_key, argument = exchange.send(answer)
+    except StopIteration:
+        return
 
 
 # -- Kafka's client properties ----------------------------------------------------------------
