@@ -23,6 +23,10 @@
  * RECORD_OVERHEAD_BYTES + key + value + for each header (4 * len(key) + value + 10), the same
  * formula as client.record_buffer.record_size.
  *
+ * body() hands the bytes out without a copy (a read-only memoryview: RecordBuffer exports the
+ * buffer protocol); while any view is alive, appends raise BufferError, so the bytes never
+ * move under a view (a closed batch is only ever sent, never appended to).
+ *
  * TailAppender.append(topic, value) is Producer.send()'s hot path for a null-key record
  * without headers: it appends the record, stamped with the wall clock in ms, to the topic's
  * tail batch in the `tails` dict (a thread that removed the tail from the dict owns it: see
@@ -79,6 +83,7 @@ typedef struct {
     int64_t first_timestamp_ms;
     int64_t max_timestamp_ms;
     Py_ssize_t size_bytes;  /* the producer's estimate (see the top of the file) */
+    Py_ssize_t exports;     /* live buffer views of data (body()): appends are refused */
 } RecordBuffer;
 
 static PyTypeObject RecordBuffer_Type;
@@ -107,10 +112,15 @@ RecordBuffer_dealloc(RecordBuffer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Room for `more` bytes and one more record; -1 with MemoryError set when out of memory. */
+/* Room for `more` bytes and one more record; -1 with MemoryError set when out of memory, or
+ * BufferError while a view of the bytes is alive (a realloc would move them under it). */
 static int
 reserve(RecordBuffer *self, Py_ssize_t more)
 {
+    if (self->exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "the records are being sent: no more appends");
+        return -1;
+    }
     if (self->length + more > self->capacity) {
         Py_ssize_t want = self->capacity ? self->capacity : 4096;
         while (want < self->length + more) {
@@ -480,13 +490,39 @@ RecordBuffer_append(RecordBuffer *self, PyObject *const *args, Py_ssize_t nargs)
     return index < 0 ? NULL : PyLong_FromSsize_t(index);
 }
 
-PyDoc_STRVAR(body_doc, "body() -> bytes\n\nThe encoded records (a RecordBatch v2 records section).");
+PyDoc_STRVAR(body_doc,
+"body() -> memoryview\n\n"
+"The encoded records (a RecordBatch v2 records section): a read-only view, no copy. While a\n"
+"view is alive, appends raise BufferError (as a bytearray's resizes do).");
 
 static PyObject *
 RecordBuffer_body(RecordBuffer *self, PyObject *Py_UNUSED(ignored))
 {
-    return PyBytes_FromStringAndSize(self->data ? self->data : "", self->length);
+    return PyMemoryView_FromObject((PyObject *)self);
 }
+
+static int
+RecordBuffer_getbuffer(RecordBuffer *self, Py_buffer *view, int flags)
+{
+    static char empty[1];
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : empty,
+                          self->length, 1, flags) < 0) {
+        return -1;
+    }
+    self->exports++;
+    return 0;
+}
+
+static void
+RecordBuffer_releasebuffer(RecordBuffer *self, Py_buffer *Py_UNUSED(view))
+{
+    self->exports--;
+}
+
+static PyBufferProcs RecordBuffer_as_buffer = {
+    .bf_getbuffer = (getbufferproc)RecordBuffer_getbuffer,
+    .bf_releasebuffer = (releasebufferproc)RecordBuffer_releasebuffer,
+};
 
 PyDoc_STRVAR(sizes_doc, "sizes(index) -> (key_size, value_size)\n\n-1 for a null key or value.");
 
@@ -564,6 +600,7 @@ static PyTypeObject RecordBuffer_Type = {
     .tp_methods = RecordBuffer_methods,
     .tp_getset = RecordBuffer_getset,
     .tp_as_sequence = &RecordBuffer_as_sequence,
+    .tp_as_buffer = &RecordBuffer_as_buffer,
 };
 
 /* -- TailAppender ------------------------------------------------------------------------- */

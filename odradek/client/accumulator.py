@@ -45,6 +45,7 @@ from crc32c import crc32c
 from odradek.client.record_buffer import RecordBuffer
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
+from odradek.protocol.frames import Buffer
 from odradek.protocol.record_batch import Compression
 
 __all__ = ["BATCH_HEADER_BYTES", "Accumulator", "Batch", "encode_batch"]
@@ -80,7 +81,7 @@ class Batch:
         self.deadline_s = deadline_s
         self.retry_at_s = 0.0
         self.attempts = 0
-        self.data: bytes | None = None  # the encoded batch, kept for retries
+        self.data: list[Buffer] | None = None  # the encoded batch's parts, kept for retries
         self.is_done = False
         self.base_offset = -1
         self.log_append_time_ms = -1
@@ -326,7 +327,7 @@ class Accumulator:
                 keep.append(batch)
                 continue
             seen.add(batch.tp)
-            size = len(batch.data) if batch.data is not None else batch.size_bytes
+            size = batch.size_bytes if batch.data is None else sum(map(len, batch.data))
             if taken and total + size > max_request_bytes:
                 keep.append(batch)
                 continue
@@ -360,8 +361,11 @@ class Accumulator:
         return stranded
 
 
-def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> bytes:
-    """The RecordBatch v2 bytes of ``batch`` (base offset 0; the broker assigns offsets)."""
+def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> list[Buffer]:
+    """The RecordBatch v2 bytes of ``batch`` (base offset 0; the broker assigns offsets) as two
+    parts, sent back to back: the 61-byte header and the records. Uncompressed records are the
+    record buffer's own bytes (a view, no copy): a 1 MiB batch is never copied in Python,
+    which would hold the GIL the producing threads need."""
     records = batch.records
     count = len(records)
     body = records.body()
@@ -371,6 +375,5 @@ def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> b
     tail = _TAIL.pack(
         int(compression), count - 1, first_ts, records.max_timestamp_ms, -1, -1, -1, count
     )
-    crc = crc32c(body, crc32c(tail))
-    prefix = _PREFIX.pack(0, 49 + len(body), -1, 2, crc)
-    return b"".join((prefix, tail, body))
+    crc = crc32c(body, crc32c(tail))  # releases the GIL over large buffers
+    return [_PREFIX.pack(0, 49 + len(body), -1, 2, crc) + tail, body]

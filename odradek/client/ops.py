@@ -12,7 +12,7 @@ operation (raised, or returned where the API says so).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from odradek.client.drivers import Call
@@ -27,6 +27,7 @@ from odradek.client.types import (
 )
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import Buffer
 
 __all__ = [
     "Call",
@@ -174,18 +175,18 @@ def fetch_op(
 
 # ---- Produce ---------------------------------------------------------------------------------
 def build_produce(
-    batches: Mapping[TopicPartition, bytes], *, acks: int, timeout_ms: int
-) -> tuple[m.ProduceRequest, list[bytes]]:
-    """One Produce request for one batch per partition; returns it and its raw parts."""
-    raw: list[bytes] = []
+    batches: Mapping[TopicPartition, Sequence[Buffer]], *, acks: int, timeout_ms: int
+) -> tuple[m.ProduceRequest, list[Buffer]]:
+    """One Produce request for one batch per partition, each given as the parts of its
+    bytes; returns the request and its raw parts."""
+    raw: list[Buffer] = []
     topics = []
     for topic, ps in group_by_topic(batches.items()).items():
         parts = []
         for partition, batch in ps:
-            parts.append(
-                m.ProducePartitionData(partition_index=partition, records_bytes=len(batch))
-            )
-            raw.append(batch)
+            size = sum(map(len, batch))
+            parts.append(m.ProducePartitionData(partition_index=partition, records_bytes=size))
+            raw += batch
         topics.append(m.ProduceTopicData(name=topic, partitions=parts))
     return m.ProduceRequest(correlation_id=0, acks=acks, timeout_ms=timeout_ms, topics=topics), raw
 

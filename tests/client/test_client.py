@@ -44,10 +44,10 @@ def test_raw_produce_with_acks_0_and_fetch_raw(bootstrap: str, topic: str) -> No
     with Client(bootstrap) as client:
         client.metadata([topic], allow_auto_create=True)
         request, raw = build_produce(
-            {tp: encode_batch([(b"k", b"v")] * 3)}, acks=0, timeout_ms=1000
+            {tp: [encode_batch([(b"k", b"v")] * 3)]}, acks=0, timeout_ms=1000
         )
         assert client.call(request, raw) == (None, memoryview(b""))  # no response for acks=0
-        request, raw = build_produce({tp: encode_batch([(None, b"w")])}, acks=1, timeout_ms=1000)
+        request, raw = build_produce({tp: [encode_batch([(None, b"w")])]}, acks=1, timeout_ms=1000)
         response, _ = client.call(request, raw)
         assert isinstance(response, m.ProduceResponse)
         assert response.topics[0].partitions[0].base_offset == 3  # the acks=0 batch landed first

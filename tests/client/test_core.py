@@ -88,7 +88,7 @@ def test_encoded_batches_decode_identically(
     batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
     for key, value, ts, headers in records:
         batch.records.append(value, key, ts, headers)
-    data = bytearray(encode_batch(batch, codec))
+    data = bytearray(b"".join(encode_batch(batch, codec)))
     validate_client_batch(data)
     patch_base_offset(data, 0, base_offset)
     expected = decode_records(bytes(data))

@@ -38,7 +38,7 @@ def make_batch(count: int, base_ts: int = 50) -> bytearray:
     batch = Batch(TopicPartition("t", 0), 0.0, 1.0)
     for i in range(count):
         batch.records.append(b"%d" % i, None, base_ts + i, None)
-    return bytearray(encode_batch(batch))
+    return bytearray(b"".join(encode_batch(batch)))
 
 
 def test_control_batches_are_skipped_but_advance_the_position() -> None:

@@ -125,7 +125,7 @@ def test_the_producer_encoder_matches_the_reference_encoder(records: list[Row]) 
     for key, value, ts, headers in records:
         batch.records.append(value, key, ts, headers)
     expected = reference_encode([(k, v, ts, h) for k, v, ts, h in records])
-    assert encode_batch(batch) == expected
+    assert b"".join(encode_batch(batch)) == expected
 
 
 def test_a_run_cut_short_by_a_corrupt_record_is_reported() -> None:
