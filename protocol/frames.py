@@ -18,6 +18,10 @@ Rules:
 3. Memory is bounded: the decoder holds the complete frames not yet taken, plus at most one
    partial body, which grows only as its bytes arrive (a prefix alone allocates nothing), up to
    ``max_frame_bytes``. Feed it one ``recv`` worth at a time and drain it with ``next_frame``.
+5. A frame's bytes are copied once, into the ``bytes`` handed out: a frame that arrives whole
+   in one chunk is sliced out of it; the pieces of one that spans chunks are kept (views of
+   ``bytes`` chunks, which cannot change; copies of any other buffer, which the caller may
+   reuse) and joined when the last piece arrives.
 4. Feeding a stream in any split (one byte at a time, or many frames per chunk) yields the same
    frames. :meth:`FrameDecoder.end_of_stream` says whether the peer stopped mid-frame.
 
@@ -121,7 +125,7 @@ def _byte_view(data: Buffer) -> memoryview:
 class FrameDecoder:
     """Split a byte stream into frame bodies. Holds no socket; see the module docstring."""
 
-    __slots__ = ("_body", "_error", "_frames", "_need", "_prefix", "max_frame_bytes")
+    __slots__ = ("_error", "_filled", "_frames", "_need", "_pieces", "_prefix", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int) -> None:
         if not 0 < max_frame_bytes <= MAX_FRAME_BYTES_LIMIT:
@@ -131,38 +135,42 @@ class FrameDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._frames: deque[bytes] = deque()
         self._prefix = bytearray()  # a partial length prefix (0..3 bytes)
-        self._body: bytearray | None = None  # the partial body, once its prefix is known
+        self._pieces: list[Buffer] | None = None  # the partial body, once its prefix is known
+        self._filled = 0  # bytes in those pieces
         self._need = 0  # the length of that body
         self._error: FrameError | None = None
 
     @property
     def buffered_bytes(self) -> int:
         """Bytes held: complete frames not yet taken plus the partial prefix and body."""
-        partial = len(self._body) if self._body is not None else 0
-        return sum(map(len, self._frames)) + len(self._prefix) + partial
+        return sum(map(len, self._frames)) + len(self._prefix) + self._filled
 
     @property
     def mid_frame(self) -> bool:
         """Whether part of a frame (prefix or body) has arrived but not all of it."""
-        return self._body is not None or bool(self._prefix)
+        return self._pieces is not None or bool(self._prefix)
 
     def feed(self, data: Buffer) -> None:
         """Take the next bytes of the stream. Raises :class:`FrameError` on a bad prefix."""
         if self._error is not None:
             raise self._error
         view = _byte_view(data)
+        keep = type(view.obj) is bytes  # immutable: pieces of it are kept without a copy
         end = len(view)
         pos = 0
         frames = self._frames
         while pos < end:
-            body = self._body
-            if body is not None:  # continue a partial body
-                take = min(self._need - len(body), end - pos)
-                body += view[pos : pos + take]
+            pieces = self._pieces
+            if pieces is not None:  # continue a partial body
+                take = min(self._need - self._filled, end - pos)
+                piece = view[pos : pos + take]
+                pieces.append(piece if keep else bytes(piece))
                 pos += take
-                if len(body) == self._need:
-                    frames.append(bytes(body))
-                    self._body = None
+                self._filled += take
+                if self._filled == self._need:
+                    frames.append(b"".join(pieces))
+                    self._pieces = None
+                    self._filled = 0
                 continue
             if not self._prefix and end - pos >= FRAME_PREFIX_BYTES:
                 (length,) = _PREFIX.unpack_from(view, pos)
@@ -180,7 +188,7 @@ class FrameDecoder:
                 frames.append(bytes(view[pos : pos + length]))
                 pos += length
             else:
-                self._body = bytearray()
+                self._pieces = []
                 self._need = length
 
     def _check_length(self, length: int) -> None:
@@ -192,7 +200,8 @@ class FrameDecoder:
         if error is not None:
             self._error = error
             self._prefix.clear()
-            self._body = None
+            self._pieces = None
+            self._filled = 0
             raise error
 
     def next_frame(self) -> bytes | None:
@@ -210,9 +219,9 @@ class FrameDecoder:
 
     def end_of_stream(self) -> None:
         """The peer closed the stream: raise :class:`MalformedFrame` if it stopped mid-frame."""
-        if self._body is not None:
+        if self._pieces is not None:
             raise MalformedFrame(
-                f"stream ended {len(self._body)} bytes into a {self._need}-byte frame"
+                f"stream ended {self._filled} bytes into a {self._need}-byte frame"
             )
         if self._prefix:
             raise MalformedFrame(

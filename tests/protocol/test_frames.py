@@ -153,6 +153,21 @@ def test_partial_body_is_not_preallocated() -> None:
     assert decoder.buffered_bytes == 10
 
 
+def test_a_partial_body_holds_what_arrived_and_is_joined_once() -> None:
+    body = bytes(range(256)) * 4096  # 1 MiB
+    decoder = FrameDecoder(MAX_FRAME_BYTES_LIMIT)
+    data = encode_frame(body)
+    arrived = 0
+    for size in (4, 1, 7, 300, 5000, 70_000, 1, 200_000, 300_000, 600_000):
+        chunk = data[arrived : arrived + size]
+        decoder.feed(chunk)
+        arrived += len(chunk)
+        if decoder.mid_frame:
+            assert decoder.buffered_bytes == max(arrived - 4, 0)
+    assert _drain(decoder) == [body]
+    assert decoder.buffered_bytes == 0 and not decoder.mid_frame
+
+
 def test_frames_do_not_alias_the_callers_buffer() -> None:
     decoder = FrameDecoder(100)
     buf = bytearray(encode_frame(b"hello") + b"\x00\x00\x00\x05wor")
