@@ -28,7 +28,7 @@ from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeout
 from odradek.client.futures import DeliveryHandle
 from odradek.client.lifetime import AsyncLifetime
 from odradek.client.ops import Op
-from odradek.client.producer_core import Placed, ProducerCore
+from odradek.client.producer_core import Headers, Placed, ProducerCore
 
 __all__ = ["AsyncProducer", "DeliveryHandle"]
 
@@ -51,8 +51,19 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
     _delivery_type = DeliveryHandle
 
     @functools.wraps(ProducerCore.send)
-    async def send(self, *args: Any, **kwargs: Any) -> DeliveryHandle:
-        delivery = ProducerCore.send(self, *args, **kwargs)  # a handle, or _queue's coroutine
+    async def send(  # the core's parameters, spelled out: *args/**kwargs cost ~40% per record
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers = None,
+    ) -> DeliveryHandle:
+        delivery = ProducerCore.send(
+            self, topic, value, key, partition=partition, timestamp_ms=timestamp_ms, headers=headers
+        )  # a handle, or _queue's coroutine
         return delivery if type(delivery) is DeliveryHandle else await delivery
 
     def _init_face(self) -> None:
