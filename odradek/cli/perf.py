@@ -11,7 +11,8 @@ records/s and MB/s (of values and keys).
 Both loops are lean, so they measure the client rather than themselves: without a throughput
 cap ``perf produce`` sends each sampled record and then ``every - 1`` plain ones in a tight
 loop; ``perf consume`` takes records 256 at a time (few alive at once: see
-:class:`odradek.client.records.DecodedRecords`) and sums their sizes with C-level ``map``s.
+:class:`odradek.client.record_decoder.DecodedRecords`) and sums their sizes with C-level
+``map``s.
 
 A progress bar is drawn on a terminal (stderr); the final summary line goes to stdout, and
 ``--json`` adds one JSON object per run on stdout for scripts (``bench/``).

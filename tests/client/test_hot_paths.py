@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from odradek.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from odradek.client.records import DecodedRecords
+from odradek.client.record_decoder import DecodedRecords
 from tests.client.test_roundtrip import consume_all
 
 
@@ -181,9 +181,8 @@ def test_small_polls_take_a_big_batch_in_pieces(bootstrap: str, topic: str) -> N
 
 
 def test_decoded_records_take_in_chunks() -> None:
-    batch = DecodedRecords(
-        "t", 3, 0, range(10, 20), [5] * 10, None, [b"%d" % i for i in range(10)], None, 2
-    )
+    values = [b"%d" % i for i in range(10)]
+    batch = DecodedRecords("t", 3, 0, list(range(10, 20)), [5] * 10, [None] * 10, values, None, 2)
     assert len(batch) == 8
     first = batch.take(3)
     assert [(r.offset, r.value, r.key, r.headers) for r in first] == [
@@ -192,7 +191,7 @@ def test_decoded_records_take_in_chunks() -> None:
         (14, b"4", None, []),
     ]
     assert len(batch) == 5
-    assert [r.offset for r in batch] == [15, 16, 17, 18, 19]
+    assert [r.offset for r in batch.take(10)] == [15, 16, 17, 18, 19]
     assert len(batch) == 0 and not batch
 
 

@@ -1,17 +1,16 @@
-"""The client's fast paths against the reference codec in :mod:`odradek.protocol.records`.
+"""The client's record paths against the reference codec in :mod:`odradek.protocol.records`.
 
-The consumer decodes runs of same-layout records with strided slices and one ``struct`` pass
-(:func:`odradek.client.record_runs.fast_run`) and falls back to a record-at-a-time loop; the
-producer encodes whole columns (:func:`odradek.client.accumulator.encode_batch`). Hypothesis
-generates batches that cross every boundary those paths care about (offset deltas of 1, 2 and 3
-bytes, timestamp deltas of 1 and more bytes, a record of another size in the middle of a run, null
-keys and values, headers, gaps in the offset deltas as compaction leaves them)."""
+The consumer decodes a batch a record at a time (:mod:`odradek.client.record_decoder`, or the C
+decoder it twins: ``make test`` runs this file on both), reading varints of one and two bytes
+inline; the producer encodes whole columns (:func:`odradek.client.accumulator.encode_batch`).
+Hypothesis generates batches that cross every boundary those paths care about (offset deltas of
+1, 2 and 3 bytes, timestamp deltas of 1 and more bytes, a record of another size among
+same-size ones, null keys and values, headers, gaps in the offset deltas as compaction leaves
+them)."""
 
 from __future__ import annotations
 
-import random
 import struct
-from typing import Any
 
 import pytest
 from crc32c import crc32c
@@ -19,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.client import CorruptRecordError
-from odradek.client import records as client_records
 from odradek.client.accumulator import Batch, encode_batch
 from odradek.client.records import iter_records
 from odradek.client.types import TopicPartition
@@ -41,7 +39,7 @@ def _payload(draw: st.DrawFn, size: int) -> bytes:
 
 @st.composite
 def rows(draw: st.DrawFn) -> list[Row]:
-    """Mostly same-size records (the fast path), with a few of everything else."""
+    """Mostly same-size records (as a producer makes them), with a few of everything else."""
     count = draw(st.sampled_from([1, 7, 8, 63, 64, 65, 200, 8191, 8193, 8300]))
     value_size = draw(st.sampled_from([0, 1, 63, 64, 100, 300]))
     key_size = draw(st.sampled_from([None, 0, 4, 70]))
@@ -128,7 +126,7 @@ def test_the_producer_encoder_matches_the_reference_encoder(records: list[Row]) 
     assert b"".join(encode_batch(batch)) == expected
 
 
-def test_a_run_cut_short_by_a_corrupt_record_is_reported() -> None:
+def test_a_corrupt_record_among_same_size_ones_is_reported() -> None:
     records = [(None, bytes(100), 1_700_000_000_000)] * 100
     data = bytearray(reference_encode(records))
     # record 50's header count (its last byte) claims one header: the body no longer parses
@@ -136,39 +134,3 @@ def test_a_run_cut_short_by_a_corrupt_record_is_reported() -> None:
     recompute_crc(data)
     with pytest.raises(CorruptRecordError):
         list(iter_records("t", 0, memoryview(bytes(data)), 0))
-
-
-@pytest.mark.parametrize("key", [None, b"", b"key-1234"])
-def test_uniform_batches_take_the_fast_path(
-    monkeypatch: pytest.MonkeyPatch, key: bytes | None
-) -> None:
-    """Same-size records never reach the record-at-a-time loop (the property tests above
-    then compare the fast path, not just the loop, with the reference)."""
-    records = [(key, bytes([i & 0xFF]) * 100, 1_700_000_000_000 + i // 100) for i in range(9000)]
-    data = reference_encode(records)
-
-    def loop(*args: object) -> int:
-        raise AssertionError("the record-at-a-time loop ran")
-
-    monkeypatch.setattr(client_records, "decode_body", client_records.decode_columns)
-    monkeypatch.setattr(client_records, "decode_loop", loop)
-    got = _decoded(data)
-    assert got == [(i, ts, k, v) for i, (k, v, ts) in enumerate(records)]
-
-
-def test_mixed_sizes_are_not_decoded_a_run_per_record(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fast_run call checks the whole rest of the batch (a binary search of strided
-    slices): records of mixed sizes (runs of one) go to the loop instead of a call each."""
-    calls: list[int] = []
-    real = client_records.fast_run
-
-    def counting(*args: Any) -> tuple[int, int] | None:
-        calls.append(args[3])
-        return real(*args)
-
-    monkeypatch.setattr(client_records, "decode_body", client_records.decode_columns)
-    monkeypatch.setattr(client_records, "fast_run", counting)
-    rng = random.Random(7)
-    records = [(None, bytes(rng.randrange(50, 150)), 1_700_000_000_000) for _ in range(3000)]
-    assert [r[3] for r in _decoded(reference_encode(records))] == [r[1] for r in records]
-    assert 1 <= len(calls) <= 3000 // 256 + 2

@@ -1,7 +1,7 @@
 """The consumer's two RecordBatch v2 body decoders side by side: the C one
-(``odradek.client._record_decoder``, ``Records``) and the
-pure-Python one (:func:`odradek.client.records.decode_columns`). On every input both must give the
-same records (and those the batch was built from), or both raise CorruptRecordError — never anything
+(``odradek.client._record_decoder``, ``Records``) and the pure-Python one
+(:func:`odradek.client.record_decoder.decode_columns`). On every input both must give the same
+records (and those the batch was built from), or both raise CorruptRecordError — never anything
 else, never a crash. Batches are built here byte by byte (offset-delta gaps, extreme
 timestamps and offsets, overlong varints) and by kafka-python's builder (an independent
 encoder); corrupt ones by truncating and flipping bytes of valid ones.
@@ -30,6 +30,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from odradek.client import CorruptRecordError
 from odradek.client import records as client_records
+from odradek.client.record_decoder import decode_columns
 from odradek.client.records import BatchCursor
 from odradek.client.types import ConsumerRecord
 from odradek.protocol import compression
@@ -111,7 +112,7 @@ def frame(
 def decoder(kind: str) -> Iterator[None]:
     """BatchCursor decodes with the C (``"c"``) or the pure-Python (``"pure"``) decoder."""
     saved = client_records.decode_body
-    client_records.decode_body = C.Records if kind == "c" else client_records.decode_columns
+    client_records.decode_body = C.Records if kind == "c" else decode_columns
     try:
         yield
     finally:
@@ -208,8 +209,8 @@ def small_rows(draw: st.DrawFn) -> list[Row]:
 
 @st.composite
 def large_rows(draw: st.DrawFn) -> list[Row]:
-    """Hundreds to thousands of mostly same-size records (the pure decoder's fast runs), with
-    a few odd ones: bigger, null, keyed, with headers, a gap, a far timestamp."""
+    """Hundreds to thousands of mostly same-size records (as a producer makes them), with a
+    few odd ones: bigger, null, keyed, with headers, a gap, a far timestamp."""
     rng = random.Random(draw(st.integers(0, 2**32)))
     count = draw(st.sampled_from([64, 65, 500, 3000, 8193]))
     size = draw(st.sampled_from([0, 1, 100, 200, 9000]))
