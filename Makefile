@@ -41,12 +41,15 @@ run: $(STAMP)
 
 # The second pytest run puts the compiled helpers' callers on their pure-Python paths
 # (protocol/native.py): the client, the broker's record validation and Produce decoding.
-# (The client's TLS/SASL tests run once: they test its connections, not its record paths.)
+# (The client's TLS/SASL, group, admin, error and retry tests run once: they test its
+# connections, membership and error handling, not its record paths.)
+PURE_SKIP := test_security.py test_groups.py faces/test_groups.py test_admin.py \
+	faces/test_admin.py test_errors.py test_retry.py
 test: $(STAMP) $(JAR)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
-	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q --ignore=tests/client/test_security.py \
+	NO_ODRADEK_EXTENSIONS=1 $(PY) -m pytest -q $(PURE_SKIP:%=--ignore=tests/client/%) \
 		tests/client tests/spark/test_decode.py tests/spark/test_arrow_records.py \
 		tests/protocol/test_validate.py tests/protocol/test_validate_native.py \
 		tests/protocol/kafka/test_produce_native.py
