@@ -167,22 +167,27 @@ class LogSegment:
             self._first_batch_timestamp = batches[0][2]
         batch_position = position
         for size, last_offset, max_timestamp in batches:
-            if max_timestamp > self.max_timestamp:  # first, as Kafka and recover() do
-                self.max_timestamp = max_timestamp
-                self._offset_of_max_timestamp = last_offset
-            # A multi-batch append may fill the index midway: the rest of it is then indexed
-            # more sparsely (lookups scan forward), and the next append rolls the segment.
-            if (
-                self._bytes_since_index_entry > self.index_interval_bytes
-                and not self.indexes_full()
-            ):
-                self.offset_index.append(last_offset, batch_position)
-                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
-                self._bytes_since_index_entry = 0
-            self._bytes_since_index_entry += size
+            self._index_entry(batch_position, size, last_offset, max_timestamp)
             batch_position += size
         self.size_bytes = batch_position
         return position
+
+    def _index_entry(
+        self, position: int, size_bytes: int, last_offset: int, max_timestamp: int
+    ) -> None:
+        """Account for one entry written (or re-read by :meth:`recover`) at ``position``: the
+        max timestamp first, as Kafka does, then index entries if more than
+        ``index.interval.bytes`` went by since the last. An index that fills up midway leaves
+        the rest of the segment indexed more sparsely (lookups scan forward), and the next
+        append rolls the segment."""
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self._offset_of_max_timestamp = last_offset
+        if self._bytes_since_index_entry > self.index_interval_bytes and not self.indexes_full():
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size_bytes
 
     def can_hold(self, last_offset: int) -> bool:
         return 0 <= last_offset - self.base_offset <= INT32_MAX
@@ -231,29 +236,6 @@ class LogSegment:
             index.trim_to_valid_size()
             index.flush()
 
-    def truncate_to_position(self, position: int) -> int:
-        """Drop the bytes from ``position`` on, and index entries past them; returns the count."""
-        dropped = self.size_bytes - position
-        if dropped <= 0:
-            return 0
-        os.ftruncate(self.file.fileno(), position)
-        self.size_bytes = position
-        # One scan of what is left gives the next offset and the max timestamp (the index
-        # cannot be used for the former: its entries may point past the cut).
-        next_offset = self.base_offset
-        self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
-        for entry in scan_entries(self.file.fileno(), 0, position):
-            next_offset = entry.last_offset + 1
-            if entry.max_timestamp > self.max_timestamp:
-                self.max_timestamp = entry.max_timestamp
-                self._offset_of_max_timestamp = entry.last_offset
-        self.offset_index.truncate_to(next_offset)
-        self.time_index.truncate_to(next_offset)
-        self._bytes_since_index_entry = 0
-        if position == 0:
-            self._first_batch_timestamp = None
-        return dropped
-
     # -- recovery --------------------------------------------------------------------------
 
     def recover(self, max_entry_bytes: int = INT32_MAX, *, truncate: bool = True) -> RecoveryResult:
@@ -268,20 +250,12 @@ class LogSegment:
         self.offset_index.truncate()
         self.time_index.truncate()
         self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
-        since_index = 0
+        self._bytes_since_index_entry = 0
         valid = ValidPrefix(self.file.fileno(), self.base_offset, self.size_bytes, max_entry_bytes)
         for entry in valid:
-            if entry.max_timestamp > self.max_timestamp:
-                self.max_timestamp = entry.max_timestamp
-                self._offset_of_max_timestamp = entry.last_offset
-            # Live appends index once per request, recovery once per batch: an index that
-            # filled up during appends may be too small here, so it just stays sparser.
-            if since_index > self.index_interval_bytes and not self.indexes_full():
-                self.offset_index.append(entry.last_offset, entry.position)
-                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
-                since_index = 0
-            since_index += entry.size_bytes
-        self._bytes_since_index_entry = since_index
+            self._index_entry(
+                entry.position, entry.size_bytes, entry.last_offset, entry.max_timestamp
+            )
         self._first_batch_timestamp = None
         result = valid.result()
         if truncate:
@@ -400,10 +374,6 @@ class LogSegment:
         os.replace(self.log_path, new_log)
         self.log_path = new_log
         self.file_suffix = new_suffix
-
-    def rename_with_suffix(self, suffix: str) -> None:
-        """Add ``suffix`` (``.deleted``, ``.cleaned``, ``.swap``) to all three file names."""
-        self.change_suffix(self.file_suffix + suffix)
 
     def delete_files(self) -> None:
         self.close()
