@@ -47,12 +47,8 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from odradek.protocol.compression import CompressionError
-from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.record_batch import CorruptRecordError
-from odradek.protocol.records import Record, decode_records
-from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
+from odradek.storage.config import LogConfig
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, scan_entries
 from odradek.storage.segment_file import FileRegion, SegmentFile
@@ -155,7 +151,7 @@ class LogSegment:
         ``batches`` describes them in order as ``(size_bytes, last_offset, max_timestamp)``:
         index entries are added per batch, as Kafka (3.7+) does, so every offset index entry
         points at the start of the batch whose last offset it names. The caller has assigned
-        offsets and checked that they fit this segment (:meth:`can_hold`).
+        offsets and checked that they fit this segment (:meth:`should_roll`).
         """
         position = self.size_bytes
         size_bytes = sum(size for size, _, _ in batches)
@@ -189,8 +185,33 @@ class LogSegment:
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size_bytes
 
-    def can_hold(self, last_offset: int) -> bool:
-        return 0 <= last_offset - self.base_offset <= INT32_MAX
+    def should_roll(
+        self,
+        config: LogConfig,
+        append_bytes: int,
+        last_offset: int,
+        max_timestamp: int,
+        age_ms: int,
+    ) -> bool:
+        """Kafka's ``shouldRoll``: whether an append of ``append_bytes`` ending at
+        ``last_offset``, with records up to ``max_timestamp``, must go to a new segment.
+
+        Never while this segment is empty; otherwise if the append would pass
+        ``segment.bytes``, if ``max_timestamp`` is more than ``segment.ms`` past the first
+        batch's (if that has none: if ``age_ms``, the time this segment has been the active
+        one, is), if an index is full, or if ``last_offset`` would not fit an int32 relative
+        to the base offset.
+        """
+        if self.size_bytes == 0:
+            return False
+        first_ts = self.first_batch_timestamp()
+        waited_ms = max_timestamp - first_ts if first_ts >= 0 else age_ms
+        return (
+            self.size_bytes + append_bytes > config.segment_bytes
+            or waited_ms > config.segment_ms
+            or self.indexes_full()
+            or not 0 <= last_offset - self.base_offset <= INT32_MAX
+        )
 
     def indexes_full(self) -> bool:
         return self.offset_index.is_full or self.time_index.is_full
@@ -317,33 +338,6 @@ class LogSegment:
             next_offset = entry.last_offset + 1
         return next_offset
 
-    def find_offset_by_timestamp(
-        self,
-        timestamp_ms: int,
-        start_offset: int,
-        max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
-    ) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record with timestamp ≥ ``timestamp_ms`` and
-        offset ≥ ``start_offset``, or None if this segment has none. A batch that does not
-        decode (or decompresses to more than ``max_body_bytes``) raises
-        :class:`CorruptRecordError` naming this file and its position."""
-        _, index_offset = self.time_index.lookup(timestamp_ms)
-        _, position = self.offset_index.lookup(max(index_offset, start_offset))
-        for entry in scan_entries(self.file.fileno(), position, self.size_bytes):
-            if entry.max_timestamp < timestamp_ms or entry.last_offset < start_offset:
-                continue
-            data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
-            try:
-                records = _decode_entry(data, entry.magic, max_body_bytes)
-            except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
-                raise CorruptRecordError(
-                    f"{self.log_path} position {entry.position}: unreadable batch: {exc}"
-                ) from None
-            for record in records:
-                if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
-                    return record.offset, record.timestamp_ms
-        return None
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -383,11 +377,3 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
-
-
-def _decode_entry(data: bytes, magic: int, max_body_bytes: int) -> list[Record]:
-    """The records of one stored entry; a v2 body over ``max_body_bytes`` decompressed is
-    refused, not expanded (a bomb stored before produce validated records)."""
-    if magic == 2:
-        return decode_records(data, max_decompressed_bytes=max_body_bytes)
-    return decode_legacy_records(data)

@@ -10,6 +10,7 @@ import pytest
 from odradek.protocol.record_batch import parse_batch_header
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 from odradek.storage.segment import LogSegment, segment_path
+from odradek.storage.timestamp_lookup import segment_offset_for_timestamp
 from tests.storage.conftest import batch, region_bytes, split_batches
 
 BASE = 100
@@ -107,13 +108,13 @@ def test_index_entries_and_live_vs_recovered_indexes_agree(tmp_path: Path) -> No
 def test_find_offset_by_timestamp_in_a_segment(tmp_path: Path) -> None:
     segment = _filled(tmp_path, 10, interval=0)
     # batch i (offsets BASE+2i, BASE+2i+1) carries timestamps 1000+10i, 995+10i
-    assert segment.find_offset_by_timestamp(1000, BASE) == (BASE, 1000)
-    assert segment.find_offset_by_timestamp(1001, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1005, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1006, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1085, BASE) == (BASE + 18, 1090)
-    assert segment.find_offset_by_timestamp(1091, BASE) is None
-    assert segment.find_offset_by_timestamp(0, BASE + 5) == (BASE + 5, 1015)
+    assert segment_offset_for_timestamp(segment, 1000, BASE) == (BASE, 1000)
+    assert segment_offset_for_timestamp(segment, 1001, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1005, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1006, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1085, BASE) == (BASE + 18, 1090)
+    assert segment_offset_for_timestamp(segment, 1091, BASE) is None
+    assert segment_offset_for_timestamp(segment, 0, BASE + 5) == (BASE + 5, 1015)
 
 
 def test_recover_truncates_at_the_first_invalid_byte(tmp_path: Path) -> None:
@@ -197,7 +198,7 @@ def test_scan_across_read_chunks_and_large_entries(tmp_path: Path) -> None:
     for target in (BASE, BASE + 1, BASE + 700, offset - 2, offset - 1):
         entry = segment.find_entry(target)
         assert entry.base_offset == target
-    assert segment.find_offset_by_timestamp(1000, BASE) == (BASE + 1000, 1000)
+    assert segment_offset_for_timestamp(segment, 1000, BASE) == (BASE + 1000, 1000)
 
 
 def test_a_failed_open_leaves_no_descriptor_behind(tmp_path: Path) -> None:
