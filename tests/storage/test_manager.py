@@ -68,29 +68,22 @@ def simulate_crash(manager: LogManager, dirs: list[Path]) -> None:
 
 def test_new_partitions_go_to_the_least_loaded_dir(dirs: list[Path]) -> None:
     manager = start(dirs)
+    where = manager.partitions.log_dir_of
     manager.create_topic("a", 4)
-    assert [manager.partitions.log_dir_of[("a", p)] for p in range(4)] == [
-        dirs[0],
-        dirs[1],
-        dirs[2],
-        dirs[0],
-    ]
+    assert [where[("a", p)] for p in range(4)] == [dirs[0], dirs[1], dirs[2], dirs[0]]
     manager.create_topic("b", 1)  # 2/1/1: the tie goes to the earlier dir in config order
-    assert manager.partitions.log_dir_of[("b", 0)] == dirs[1]
+    assert where[("b", 0)] == dirs[1]
     manager.create_topic("c", 1)
-    assert manager.partitions.log_dir_of[("c", 0)] == dirs[2]
+    assert where[("c", 0)] == dirs[2]
     manager.create_topic("d", 1)
-    assert manager.partitions.log_dir_of[("d", 0)] == dirs[0]
+    assert where[("d", 0)] == dirs[0]
     for topic, partition in manager.partitions.logs:
-        assert (manager.partitions.log_dir_of[(topic, partition)] / f"{topic}-{partition}").is_dir()
+        assert (where[(topic, partition)] / f"{topic}-{partition}").is_dir()
     manager.shutdown()
 
     manager = start(dirs)  # counts come from what is on disk
-    assert manager.partitions.partitions_per_dir(manager.online_dirs) == {
-        dirs[0]: 3,
-        dirs[1]: 2,
-        dirs[2]: 2,
-    }
+    counts = manager.partitions.partitions_per_dir(manager.online_dirs)
+    assert counts == {dirs[0]: 3, dirs[1]: 2, dirs[2]: 2}
     manager.add_partitions("b", 3)
     assert [manager.partitions.log_dir_of[("b", p)] for p in (1, 2)] == [dirs[1], dirs[2]]
     manager.shutdown()
