@@ -122,8 +122,8 @@ class AdminApi(ConfigsApi):
     def _partition_counts(self) -> Counter[str]:
         """Every topic's partition count (online and offline), in one pass over partitions."""
         manager = self.ctx.manager
-        counts = Counter(topic for topic, _ in manager.logs)
-        counts.update(topic for topic, _ in manager.offline_partitions)
+        counts = Counter(topic for topic, _ in manager.partitions.logs)
+        counts.update(topic for topic, _ in manager.partitions.offline)
         return counts
 
     def _describe_topic(self, name: str, counts: Counter[str]) -> m.MetadataTopic:
@@ -138,7 +138,7 @@ class AdminApi(ConfigsApi):
             except InvalidTopicError:
                 return m.MetadataTopic(name=name, error_code=ErrorCode.INVALID_TOPIC_EXCEPTION)
             return m.MetadataTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        offline = (len(manager.offline_dirs), len(manager.offline_partitions))
+        offline = (len(manager.offline_dirs), len(manager.partitions.offline))
         key = (metadata.topic_id, counts[name], *offline)
         cached = self._described.get(name)
         if cached is not None and cached[0] == key:
@@ -152,7 +152,7 @@ class AdminApi(ConfigsApi):
         node = self.ctx.node_id
         partitions = []
         for partition in range(partition_count):
-            online = (name, partition) in manager.logs
+            online = (name, partition) in manager.partitions.logs
             partitions.append(
                 m.MetadataPartition(
                     partition_index=partition,
@@ -195,7 +195,7 @@ class AdminApi(ConfigsApi):
                     if topic.name in self.ctx.manager.topics:
                         result.error_code = ErrorCode.TOPIC_ALREADY_EXISTS
                     self.ctx.manager.default_config.with_overrides(topic.configs)
-                    self.ctx.manager.check_partition_limit(partitions)
+                    self.ctx.manager.partitions.check_limit(partitions)
                 else:
                     async with self.ctx.admin_lock:
                         await anyio.to_thread.run_sync(
@@ -245,7 +245,7 @@ class AdminApi(ConfigsApi):
         manager = self.ctx.manager
         for topic in req.topics:
             result = m.CreatePartitionsTopicResult(name=topic.name)
-            current = manager.partition_count(topic.name)
+            current = manager.partitions.partition_count(topic.name)
             if not allowed(Operation.ALTER, TOPIC, topic.name):
                 result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif topic.name not in manager.topics:
@@ -261,7 +261,7 @@ class AdminApi(ConfigsApi):
                 )
             elif req.validate_only:
                 try:
-                    manager.check_partition_limit(topic.count - current)
+                    manager.partitions.check_limit(topic.count - current)
                 except StorageError as exc:
                     result.error_code = error_code_for(exc)
                     result.error_message = str(exc)
@@ -295,10 +295,9 @@ class AdminApi(ConfigsApi):
                 result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
             by_topic: dict[str, list[m.DescribeLogDirsPartition]] = {}
-            for (topic, partition), log in sorted(manager.logs.items()):
-                if (wanted is None or topic in wanted) and manager.log_dir_of(
-                    topic, partition
-                ) == log_dir:
+            for (topic, partition), log in sorted(manager.partitions.logs.items()):
+                in_dir = manager.partitions.log_dir_of[(topic, partition)] == log_dir
+                if in_dir and (wanted is None or topic in wanted):
                     by_topic.setdefault(topic, []).append(
                         m.DescribeLogDirsPartition(
                             partition_index=partition,

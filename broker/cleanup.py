@@ -115,7 +115,7 @@ async def retention_pass(ctx: BrokerContext, busy: _Busy) -> None:
     now_ms = manager.clock_ms()
     deleted_any = False
     due: list[tuple[Log, LogSegment]] = []
-    for log in list(manager.logs.values()):
+    for log in list(manager.partitions.logs.values()):
         try:
             results = apply_retention(log, now_ms)
         except OSError as exc:
@@ -189,7 +189,9 @@ async def run_cleaner(
     while True:
         now_ms = ctx.manager.clock_ms()
         candidates = [
-            log for log in ctx.manager.logs.values() if log not in busy and log not in uncleanable
+            log
+            for log in ctx.manager.partitions.logs.values()
+            if log not in busy and log not in uncleanable
         ]
         chosen = choose_log(candidates, now_ms)
         if chosen is None:
@@ -223,7 +225,7 @@ async def run_cleaner(
 
 
 def _is_live(ctx: BrokerContext, log: Log) -> bool:
-    return ctx.manager.logs.get((log.topic, log.partition)) is log
+    return ctx.manager.partitions.logs.get((log.topic, log.partition)) is log
 
 
 async def clean_log(

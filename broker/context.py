@@ -145,7 +145,7 @@ class BrokerContext:
             )
             return
         try:
-            log_dir = self.manager.log_dir_of(log.topic, log.partition)
+            log_dir = self.manager.partitions.log_dir_of[(log.topic, log.partition)]
         except KeyError:
             return  # already offline
         self.log.error(

@@ -20,6 +20,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.record_batch import CorruptRecordError
 from odradek.protocol.validate import stored_batch_bound
 from odradek.storage.errors import OffsetOutOfRangeError, StorageError
+from odradek.storage.timestamp_lookup import offset_for_timestamp
 
 __all__ = ["DataApi"]
 
@@ -50,7 +51,7 @@ class DataApi:
                     log = partition_log(
                         self.ctx, topic.name, lp.partition_index, Operation.DESCRIBE
                     )
-                    found = log.offset_for_timestamp(lp.timestamp, max_body_bytes)
+                    found = offset_for_timestamp(log, lp.timestamp, max_body_bytes)
                     if found is not None:
                         result.offset, result.timestamp = found
                 except (StorageError, OSError) as exc:

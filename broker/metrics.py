@@ -196,7 +196,7 @@ class BrokerCollector:
             "Compacted partitions: bytes not yet cleaned / all bytes (the cleaner's ratio).",
             labels=labels,
         )
-        for (topic, partition), log in sorted(manager.logs.items()):
+        for (topic, partition), log in sorted(manager.partitions.logs.items()):
             key = [topic, str(partition)]
             start.add_metric(key, log.log_start_offset)
             end.add_metric(key, log.next_offset)
@@ -234,7 +234,7 @@ class BrokerCollector:
             "Log end offset - committed offset (0 when the commit is at or past the end).",
             labels=["group", "topic", "partition"],
         )
-        logs = self.server.manager.logs
+        logs = self.server.manager.partitions.logs
         for group_id in sorted(groups.store.groups()):
             for (topic, partition), entry in sorted(groups.store.committed(group_id).items()):
                 key = [group_id, topic, str(partition)]

@@ -143,7 +143,7 @@ class ProduceApi:
     ) -> dict[int, _Prepared]:
         """Step 1 of each section's append (:func:`odradek.storage.append.prepare_append`), in a
         worker thread: it reads only the request and each log's config."""
-        logs = self.ctx.manager.logs
+        logs = self.ctx.manager.partitions.logs
         prepared: dict[int, _Prepared] = {}
         for i, (topic, part, records) in enumerate(sections):
             log = logs.get((topic, part.partition_index))

@@ -24,7 +24,7 @@ def partition_log(
     if not allowed(operation, ResourceType.TOPIC, topic):
         raise TopicAuthorizationError(f"not authorized to {operation.name} topic {topic}")
     try:
-        return ctx.manager.get_log(topic, partition)
+        return ctx.manager.partitions.get_log(topic, partition)
     except UnknownTopicOrPartitionError:
         validate_topic_name(topic)  # an illegal name is INVALID_TOPIC_EXCEPTION
         raise

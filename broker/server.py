@@ -142,7 +142,7 @@ class Server:
                     metrics_port=self.metrics_port,
                     log_dirs=[str(d) for d in self.manager.log_dirs],
                     offline_dirs={str(d): why for d, why in self.manager.offline_dirs.items()},
-                    partitions=len(self.manager.logs),
+                    partitions=len(self.manager.partitions.logs),
                     startup_ms=round((time.perf_counter() - started) * 1000, 1),
                 )
                 task_status.started(self.listener)
@@ -291,7 +291,7 @@ class Server:
         while True:
             await anyio.sleep(tick_s)
             now = wall_clock_ms()
-            for log in list(self.manager.logs.values()):
+            for log in list(self.manager.partitions.logs.values()):
                 flushed = last_flush_ms.setdefault(id(log), now)
                 if log.config.flush_ms < LONG_MAX and now - flushed >= log.config.flush_ms:
                     last_flush_ms[id(log)] = now

@@ -17,7 +17,7 @@ Append (:meth:`Log.append`), for the bytes of one produce request to this partit
    stale epoch, a sequence gap or a transactional batch fails the whole append, nothing written.
 4. One append may span at most 2^31 offsets (a segment indexes offsets relative to its base
    as int32): more is refused (MESSAGE_TOO_LARGE). The active segment rolls first if the
-   append would overflow it (size, age, full index, relative offsets: Kafka's shouldRoll);
+   append would overflow it (:meth:`LogSegment.should_roll`, Kafka's ``shouldRoll``);
    a roll writes a producer-state snapshot (:mod:`odradek.storage.producer_snapshot`);
    then all batches go out in one ``pwritev``, and the producer state is updated.
 5. ``next_offset`` is published last, so concurrent readers never see a partial append.
@@ -30,14 +30,13 @@ state.
 Crash safety: an append is durable once :meth:`flush` returns (the broker calls it before
 acknowledging ``acks=all``). After a crash, the loader re-validates from the recovery point.
 
+Reading: :meth:`read` for Fetch; ListOffsets by time is :mod:`odradek.storage.timestamp_lookup`.
+
 Removing and replacing segments (retention, :mod:`odradek.storage.retention`; compaction,
 :mod:`odradek.storage.cleaner`) happens only in :meth:`remove_segments` and
 :meth:`replace_segments`, which the broker calls on the event-loop thread, the thread that appends
 and reads. Here the log moves its offsets; :mod:`odradek.storage.segment_list` changes the list
 and the files, with the rules that keep concurrent readers and a crash safe.
-
-Records of a compacted topic (``cleanup.policy`` has ``compact``) must have a key: an append
-with a keyless record is refused (INVALID_RECORD), as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES, DecompressionBudget
+from odradek.protocol.validate import DecompressionBudget
 from odradek.storage.append import PreparedAppend, place_batches, prepare_append
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import OffsetOutOfRangeError
@@ -62,9 +61,6 @@ from odradek.storage.segment_list import SegmentList
 __all__ = ["AppendInfo", "FetchInfo", "Log"]
 
 logger = logging.getLogger(__name__)
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
 
 
 class AppendInfo(NamedTuple):
@@ -231,7 +227,12 @@ class Log:
                     True,
                 )
         last_offset = offset - 1
-        rolled = self._maybe_roll(prepared.size_bytes, last_offset, max_timestamp, now_ms)
+        age_ms = now_ms - self._active_created_ms
+        rolled = self.active_segment.should_roll(
+            self.config, prepared.size_bytes, last_offset, max_timestamp, age_ms
+        )
+        if rolled:
+            self.roll(now_ms)
         active = self.active_segment
         active.append(buffers, entries)
         if updated:
@@ -252,23 +253,6 @@ class Log:
             prepared.size_bytes,
             rolled,
         )
-
-    def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int, now_ms: int) -> bool:
-        """Roll the active segment if this append must not go into it (Kafka's shouldRoll)."""
-        active = self.active_segment
-        if active.size_bytes == 0:
-            return False
-        first_ts = active.first_batch_timestamp()
-        waited_ms = max_timestamp - first_ts if first_ts >= 0 else now_ms - self._active_created_ms
-        if (
-            active.size_bytes + size > self.config.segment_bytes
-            or waited_ms > self.config.segment_ms
-            or active.indexes_full()
-            or not active.can_hold(last_offset)
-        ):
-            self.roll(now_ms)
-            return True
-        return False
 
     def roll(self, now_ms: int) -> LogSegment:
         """Start a new active segment at ``next_offset`` (no-op if the active one is empty).
@@ -337,24 +321,6 @@ class Log:
             offset, max_bytes, (end_segment, end_position), min_one_message=min_one_message
         )
         return FetchInfo(region, end, start)
-
-    def offset_for_timestamp(
-        self, timestamp_ms: int, max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
-    ) -> tuple[int, int] | None:
-        """ListOffsets: ``(offset, timestamp)`` of the first record with timestamp ≥ the target.
-
-        ``-2`` (earliest) gives the log start offset, ``-1`` (latest) the log end offset, both
-        with timestamp -1. None if no record is that recent. A stored batch that does not
-        decode, or decompresses to more than ``max_body_bytes``, raises ``CorruptRecordError``
-        naming its file and position.
-        """
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return self.log_start_offset, -1
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return self.next_offset, -1
-        return self._segments.find_offset_by_timestamp(
-            timestamp_ms, self.log_start_offset, max_body_bytes
-        )
 
     # -- log start and end ---------------------------------------------------------------
 

@@ -1,16 +1,18 @@
-"""The logs of every partition across the ``log.dirs`` roots: which exist, where, and why not.
+"""The ``log.dirs`` roots and the logs in them: start-up, shutdown, topics, checkpoints, failures.
 
 Per root (docs/architecture.md §4)::
 
     meta.properties, .lock, .kafka_cleanshutdown     :mod:`odradek.storage.log_dir_startup`
     *-offset-checkpoint (four of them)               :mod:`odradek.storage.log_dir_checkpoints`
-    topic-configs.json                   odradek's own: topic ids and config overrides
+    topic-configs.json                   odradek's own: topic ids and config overrides, the
+                                         newest copy wins (:mod:`odradek.storage.topic_configs`)
     producer-id-block                    odradek's own: the next unallocated block of producer
                                          ids (:mod:`odradek.storage.producer_ids`)
     <topic>-<partition>/                 one Log each (:mod:`odradek.storage.partition_dirs`)
 
-Topic ids and config overrides live in ``topic-configs.json`` (:mod:`odradek.storage.topic_configs`:
-a versioned copy in every online root; the newest wins at start-up).
+Which partitions exist (online, offline, damaged), in which root, where a new one goes and how
+many may exist: the :class:`~odradek.storage.partition_table.PartitionTable` in ``partitions``,
+which the manager keeps in step with the files.
 
 Start-up opens every root, then loads the partitions of each
 (:mod:`odradek.storage.log_dir_startup`). A root that cannot be used (missing and not
@@ -21,11 +23,6 @@ A partition whose log is damaged (:class:`LogCorruptedError`, the loader's rule)
 alone: its files stay as they are, requests for it get the error, its checkpoint entries are
 written back unchanged, and its root gets no clean-shutdown marker, so the next start
 re-validates it again (after ``odradek repair-log``, or to find the damage again).
-
-A new partition goes to the online root holding the fewest partitions (ties: config order).
-At most ``max_partitions`` partitions exist (``max.broker.partitions``): each holds open
-descriptors and mappings, so a request that would pass the limit is refused before any I/O
-(:class:`PartitionLimitError`).
 
 Failures: an ``OSError`` from the disk (EIO, ENOSPC, EROFS...) takes its root offline. Running
 out of file descriptors or memory (EMFILE, ENFILE, ENOMEM: ``is_resource_exhaustion``) is the
@@ -50,28 +47,26 @@ from odradek.storage.atomic import write_atomically
 from odradek.storage.checkpoints import CheckpointError, DirLock, LockError, write_clean_shutdown
 from odradek.storage.config import LogConfig
 from odradek.storage.errors import (
-    LogCorruptedError,
     LogDirOfflineError,
-    PartitionLimitError,
     StorageError,
     UnknownTopicOrPartitionError,
     is_resource_exhaustion,
 )
 from odradek.storage.log import Log
 from odradek.storage.log_dir_checkpoints import write_log_dir_checkpoints
-from odradek.storage.log_dir_startup import (
-    DamagedPartition,
-    find_cluster_id,
-    load_partitions,
-    open_log_dir,
-)
+from odradek.storage.log_dir_startup import find_cluster_id, load_partitions, open_log_dir
 from odradek.storage.partition_dirs import (
     create_partition_dir,
     delete_partition_dir,
     discard_partition,
-    remove_flat_dir,
+    remove_leftover_dirs,
 )
-from odradek.storage.producer_ids import ProducerIdAllocator, write_next_block_start
+from odradek.storage.partition_table import PartitionTable, TopicPartition
+from odradek.storage.producer_ids import (
+    PRODUCER_ID_BLOCK,
+    ProducerIdAllocator,
+    encode_next_block_start,
+)
 from odradek.storage.topic_configs import (
     TOPIC_CONFIGS,
     TopicMetadata,
@@ -85,7 +80,6 @@ __all__ = ["LogManager"]
 
 logger = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 DEFAULT_MAX_PARTITIONS = 10_000  # max.broker.partitions
 
 
@@ -107,20 +101,11 @@ class LogManager:
         self.default_config = default_config
         self.node_id = node_id
         self.clock_ms = clock_ms
-        self.max_partitions = max_partitions
-        self.logs: dict[TopicPartition, Log] = {}
         self.topics: dict[str, TopicMetadata] = {}
         self.offline_dirs: dict[Path, str] = {}
-        # Partitions whose dir went offline while the broker ran: still part of their topic,
-        # answering KAFKA_STORAGE_ERROR (Kafka's offline replicas), never re-created elsewhere.
-        self.offline_partitions: dict[TopicPartition, Path] = {}
-        # Partitions whose log is damaged (a subset of offline_partitions): the error, and the
-        # checkpoint entries read at start-up, written back as they were.
-        self.damaged_partitions: dict[TopicPartition, LogCorruptedError] = {}
-        self._frozen_checkpoints: dict[TopicPartition, dict[str, int]] = {}
+        self.partitions = PartitionTable(max_partitions, self.offline_dirs)
         self.cluster_id: str | None = None
         self._locks: dict[Path, DirLock] = {}
-        self._log_dir_of: dict[TopicPartition, Path] = {}
         self._topic_configs_version = 0
         self._producer_ids: ProducerIdAllocator | None = None
 
@@ -139,9 +124,7 @@ class LogManager:
         try:
             self._startup()
         except BaseException:
-            for lock in self._locks.values():
-                lock.release()
-            self._locks.clear()
+            self._release_locks()
             raise
 
     def _startup(self) -> None:
@@ -164,19 +147,16 @@ class LogManager:
                 + "; ".join(f"{d}: {why}" for d, why in self.offline_dirs.items())
             )
         self._load_topic_configs()
-        try:
-            self._producer_ids = ProducerIdAllocator.from_dirs(
-                self.online_dirs, self._persist_producer_id_block
-            )
-        except CheckpointError as exc:  # guessing could hand out an id twice
-            raise StorageError(f"cannot allocate producer ids: {exc}") from exc
+        self._producer_ids = ProducerIdAllocator.from_dirs(
+            self.online_dirs, self._persist_producer_id_block
+        )
         for log_dir in self.online_dirs:
             try:
                 self._load_log_dir(log_dir, clean_shutdown=clean[log_dir])
             except (OSError, CheckpointError) as exc:
                 self._startup_failed(log_dir, exc)
         if not self.offline_dirs:  # a topic whose creation crashed before its partitions
-            for topic in [t for t in self.topics if self.partition_count(t) == 0]:
+            for topic in [t for t in self.topics if self.partitions.partition_count(t) == 0]:
                 logger.warning("forgetting topic %s: it has no partition on disk", topic)
                 del self.topics[topic]
 
@@ -186,39 +166,34 @@ class LogManager:
                 f"cannot load log dir {log_dir}: {exc} (the process ran out of file descriptors "
                 "or memory; raise RLIMIT_NOFILE or lower the partition count)"
             ) from exc
-        self._take_offline(log_dir, str(exc))
+        self.mark_dir_offline(log_dir, str(exc))
 
     def _load_log_dir(self, log_dir: Path, *, clean_shutdown: bool) -> None:
         """Register each partition of ``log_dir`` as it is loaded: one that fails part-way
-        leaves the ones before it registered, for :meth:`_take_offline` to close."""
+        leaves the ones before it registered, for :meth:`mark_dir_offline` to close."""
         for key, loaded in load_partitions(
             log_dir,
             clean_shutdown=clean_shutdown,
             default_config=self.default_config,
             topics=self.topics,
-            loaded=self._log_dir_of,
+            loaded=self.partitions.log_dir_of,
             clock_ms=self.clock_ms,
         ):
-            if isinstance(loaded, DamagedPartition):
-                self.offline_partitions[key] = log_dir
-                self.damaged_partitions[key] = loaded.error
-                self._frozen_checkpoints[key] = loaded.checkpoints
-            else:
-                self.logs[key] = loaded
-                self._log_dir_of[key] = log_dir
+            self.partitions.add(key, log_dir, loaded)
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints and the clean-shutdown markers."""
-        for key, log in list(self.logs.items()):
-            if key not in self.logs:  # its dir went offline while closing an earlier log
+        logs = self.partitions.logs
+        for key, log in list(logs.items()):
+            if key not in logs:  # its dir went offline while closing an earlier log
                 continue
             try:
                 log.close()
             except OSError as exc:
                 with contextlib.suppress(OSError):  # out of resources: close the others
-                    self._io_failed(self._log_dir_of[key], exc, f"closing {log}")
+                    self._io_failed(self.partitions.log_dir_of[key], exc, f"closing {log}")
         self.checkpoint()
-        damaged_dirs = {self.offline_partitions[key] for key in self.damaged_partitions}
+        damaged_dirs = self.partitions.dirs_with_damage()
         for log_dir in self.online_dirs:
             if log_dir in damaged_dirs:  # the next start must find (or re-check) the damage
                 logger.error("not marking %s cleanly shut down: it holds a damaged log", log_dir)
@@ -227,42 +202,15 @@ class LogManager:
                 write_clean_shutdown(log_dir)
             except OSError as exc:
                 logger.error("cannot mark %s cleanly shut down: %s", log_dir, exc)
+        self._release_locks()
+        self.partitions.forget_online()
+
+    def _release_locks(self) -> None:
         for lock in self._locks.values():
             lock.release()
         self._locks.clear()
-        self.logs.clear()
 
     # -- partitions and topics -------------------------------------------------------------
-
-    def get_log(self, topic: str, partition: int) -> Log:
-        log = self.logs.get((topic, partition))
-        if log is None:
-            damaged = self.damaged_partitions.get((topic, partition))
-            if damaged is not None:
-                raise damaged
-            offline_dir = self.offline_partitions.get((topic, partition))
-            if offline_dir is not None:
-                raise LogDirOfflineError(offline_dir, self.offline_dirs[offline_dir])
-            raise UnknownTopicOrPartitionError(f"unknown topic-partition {topic}-{partition}")
-        return log
-
-    def partition_count(self, topic: str) -> int:
-        online = sum(1 for t, _ in self.logs if t == topic)
-        return online + sum(1 for t, _ in self.offline_partitions if t == topic)
-
-    def partitions_per_dir(self) -> dict[Path, int]:
-        counts = dict.fromkeys(self.online_dirs, 0)
-        for log_dir in self._log_dir_of.values():
-            if log_dir in counts:
-                counts[log_dir] += 1
-        return counts
-
-    def next_log_dir(self) -> Path:
-        """The online root holding the fewest partitions (ties broken by config order)."""
-        counts = self.partitions_per_dir()
-        if not counts:
-            raise LogDirOfflineError(self.log_dirs[0], "every log dir is offline")
-        return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def effective_config(self, topic: str) -> LogConfig:
         metadata = self.topics.get(topic)
@@ -276,52 +224,34 @@ class LogManager:
         if partitions < 1:
             raise StorageError(f"number of partitions must be at least 1, got {partitions}")
         config = self.default_config.with_overrides(configs or {})  # raises naming the key
-        self.check_partition_limit(partitions)
+        self.partitions.check_limit(partitions)
         self.topics[topic] = TopicMetadata(new_uuid(), configs)
         try:
             self._save_topic_configs()
             return [self._create_partition(topic, p, config) for p in range(partitions)]
-        except Exception:
-            self._abandon_topic(topic, partitions)  # all partitions or none
+        except Exception:  # all partitions or none
+            self._undo_creation(topic, self.partitions.online_of(topic), range(partitions))
+            del self.topics[topic]
+            try:
+                self._save_topic_configs()
+            except OSError as exc:  # the next start forgets a topic without partitions anyway
+                logger.error("could not forget the partly created topic %s: %s", topic, exc)
             raise
 
-    def check_partition_limit(self, new_partitions: int) -> None:
-        """Raise :class:`PartitionLimitError` if ``new_partitions`` more would pass the limit."""
-        existing = len(self.logs) + len(self.offline_partitions)
-        if existing + new_partitions > self.max_partitions:
-            raise PartitionLimitError(
-                f"creating {new_partitions} partitions would pass max.broker.partitions="
-                f"{self.max_partitions} (the broker has {existing})"
-            )
-
-    def _abandon_topic(self, topic: str, partitions: int) -> None:
-        """Undo a topic creation that failed part-way (best effort: errors are logged)."""
-        for key in [k for k in self.logs if k[0] == topic]:
-            self._discard_new_partition(key)
-        self._remove_leftover_dirs(topic, range(partitions))
-        del self.topics[topic]
-        try:
-            self._save_topic_configs()
-        except OSError as exc:  # the next start forgets a topic without partitions anyway
-            logger.error("could not forget the partly created topic %s: %s", topic, exc)
-
-    def _discard_new_partition(self, key: TopicPartition) -> None:
-        """Forget and remove a partition this request created (:func:`discard_partition`)."""
-        log = self.logs.pop(key)
-        self._log_dir_of.pop(key)
-        discard_partition(log)
-
-    def _remove_leftover_dirs(self, topic: str, partitions: range) -> None:
-        """Remove the directories a failed creation made but never opened as a log."""
-        for log_dir in self.online_dirs:
-            for partition in partitions:
-                leftover = log_dir / f"{topic}-{partition}"
-                if (topic, partition) not in self.logs and leftover.exists():
-                    remove_flat_dir(leftover)
+    def _undo_creation(
+        self, topic: str, created: Sequence[TopicPartition], partitions: range
+    ) -> None:
+        """Undo a request that failed while creating ``partitions`` of ``topic``: forget and
+        remove the ``created`` ones (:func:`discard_partition`), then the directories it made
+        but never opened as a log."""
+        for key in created:
+            discard_partition(self.partitions.pop(key)[0])
+        unopened = [p for p in partitions if (topic, p) not in self.partitions.logs]
+        remove_leftover_dirs(self.online_dirs, topic, unopened)
 
     def add_partitions(self, topic: str, total_partitions: int) -> list[Log]:
         """CreatePartitions: grow ``topic`` to ``total_partitions``."""
-        current = self.partition_count(topic)
+        current = self.partitions.partition_count(topic)
         if topic not in self.topics or current == 0:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
         if total_partitions <= current:
@@ -329,21 +259,23 @@ class LogManager:
                 f"topic {topic} has {current} partitions; the new count must be larger, "
                 f"got {total_partitions}"
             )
-        self.check_partition_limit(total_partitions - current)
+        self.partitions.check_limit(total_partitions - current)
         config = self.effective_config(topic)
-        created = []
+        created: list[Log] = []
         try:
             for partition in range(current, total_partitions):
                 created.append(self._create_partition(topic, partition, config))
         except Exception:  # all new partitions or none; the topic keeps its old ones
-            for log in created:
-                self._discard_new_partition((topic, log.partition))
-            self._remove_leftover_dirs(topic, range(current, total_partitions))
+            keys = [(topic, log.partition) for log in created]
+            self._undo_creation(topic, keys, range(current, total_partitions))
             raise
         return created
 
     def _create_partition(self, topic: str, partition: int, config: LogConfig) -> Log:
-        log_dir = self.next_log_dir()
+        online_dirs = self.online_dirs
+        if not online_dirs:
+            raise LogDirOfflineError(self.log_dirs[0], "every log dir is offline")
+        log_dir = self.partitions.next_log_dir(online_dirs)
         topic_id = self.topics[topic].topic_id
         try:
             log = create_partition_dir(
@@ -352,10 +284,9 @@ class LogManager:
         except OSError as exc:
             if is_resource_exhaustion(exc):  # out of descriptors or memory: the disk is fine
                 raise  # create_topic removes what was made
-            self._take_offline(log_dir, str(exc))
+            self.mark_dir_offline(log_dir, str(exc))
             raise LogDirOfflineError(log_dir, str(exc)) from exc
-        self.logs[(topic, partition)] = log
-        self._log_dir_of[(topic, partition)] = log_dir
+        self.partitions.add((topic, partition), log_dir, log)
         return log
 
     def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> LogConfig:
@@ -366,39 +297,29 @@ class LogManager:
         config = self.default_config.with_overrides(configs)
         metadata.configs = dict(configs)
         self._save_topic_configs()
-        for (t, _), log in self.logs.items():
-            if t == topic:
-                log.config = config
+        for key in self.partitions.online_of(topic):
+            self.partitions.logs[key].config = config
         return config
 
     def delete_topic(self, topic: str) -> None:
         """Close and remove every partition of ``topic`` (rename to ``-delete``, then remove)."""
         if topic not in self.topics:
             raise UnknownTopicOrPartitionError(f"unknown topic {topic}")
-        for t, partition in self.offline_partitions:
-            if t == topic:  # its files cannot be removed now; deleting half a topic is worse
-                self.get_log(t, partition)  # raises why it is offline
-        for key in [k for k in self.logs if k[0] == topic]:
-            self._remove_partition(key)
+        for _, partition in self.partitions.offline_of(topic):
+            # its files cannot be removed now; deleting half a topic is worse
+            self.partitions.get_log(topic, partition)  # raises why it is offline
+        for key in self.partitions.online_of(topic):
+            delete_partition_dir(*self.partitions.pop(key))
         del self.topics[topic]
         self._save_topic_configs()
-
-    def _remove_partition(self, key: TopicPartition) -> None:
-        """Close one partition's log and remove its directory (rename to ``-delete`` first)."""
-        log = self.logs.pop(key)
-        delete_partition_dir(log, self._log_dir_of.pop(key))
 
     # -- checkpoints -----------------------------------------------------------------------
 
     def checkpoint(self) -> None:
         """Write the recovery point, log start offset, high watermark and cleaner checkpoints."""
         for log_dir in self.online_dirs:
-            logs = [log for key, log in self.logs.items() if self._log_dir_of.get(key) == log_dir]
-            frozen = {
-                key: values
-                for key, values in self._frozen_checkpoints.items()
-                if self.offline_partitions.get(key) == log_dir
-            }
+            logs = self.partitions.logs_in(log_dir)
+            frozen = self.partitions.damaged_checkpoints_in(log_dir)
             try:
                 write_log_dir_checkpoints(log_dir, logs, frozen)
                 for log in logs:  # a log start offset moved: the leader epochs follow it
@@ -407,34 +328,20 @@ class LogManager:
                 with contextlib.suppress(OSError):  # out of resources: the next round retries
                     self._io_failed(log_dir, exc, "writing checkpoints")
 
-    def flush_all(self) -> None:
-        for log in self.logs.values():
-            log.flush()
-
     # -- producer ids ------------------------------------------------------------------------
 
     def allocate_producer_id(self) -> int:
-        """A producer id never handed out before, across restarts and crashes (InitProducerId).
-
-        Ids come in blocks of 1000 (:mod:`odradek.storage.producer_ids`): the first id of each
-        block costs one atomic write of ``producer-id-block`` to every online log dir (two
-        fsyncs per dir) on the calling thread, before the id is returned; the other 999 cost
-        nothing. Call it from the thread that owns the manager's state (the event loop).
-        Raises :class:`LogDirOfflineError` if no log dir could record the block.
-        """
+        """InitProducerId: :meth:`ProducerIdAllocator.allocate`, each block's end written to
+        every online root. Call it from the thread that owns the manager's state (the event
+        loop); raises :class:`StorageError` if no online root could record a new block."""
         if self._producer_ids is None:
             raise StorageError("the log manager is not started")
         return self._producer_ids.allocate()
 
     def _persist_producer_id_block(self, next_block_start: int) -> None:
-        recorded = False
-        for log_dir in self.online_dirs:
-            try:
-                write_next_block_start(log_dir, next_block_start)
-                recorded = True
-            except OSError as exc:
-                self._io_failed(log_dir, exc, "writing producer-id-block")
-        if not recorded:
+        if not self._write_to_online_dirs(
+            PRODUCER_ID_BLOCK, encode_next_block_start(next_block_start)
+        ):
             raise StorageError("no online log dir could record a block of producer ids")
 
     # -- topic configs file ----------------------------------------------------------------
@@ -447,13 +354,21 @@ class LogManager:
     def _save_topic_configs(self) -> None:
         self._topic_configs_version += 1
         encoded = encode_topic_configs(self._topic_configs_version, self.topics)
-        for log_dir in self.online_dirs:
-            try:
-                write_atomically(log_dir / TOPIC_CONFIGS, encoded)
-            except OSError as exc:
-                self._io_failed(log_dir, exc, f"writing {TOPIC_CONFIGS}")
+        self._write_to_online_dirs(TOPIC_CONFIGS, encoded)
 
     # -- failures --------------------------------------------------------------------------
+
+    def _write_to_online_dirs(self, name: str, data: bytes) -> bool:
+        """Replace ``name`` in every online root (:func:`write_atomically`); a root that fails
+        goes offline (:meth:`_io_failed`). True if at least one root holds the new file."""
+        written = False
+        for log_dir in self.online_dirs:
+            try:
+                write_atomically(log_dir / name, data)
+                written = True
+            except OSError as exc:
+                self._io_failed(log_dir, exc, f"writing {name}")
+        return written
 
     def _io_failed(self, log_dir: Path, error: OSError, doing: str) -> None:
         """A disk error takes ``log_dir`` offline; running out of descriptors or memory is
@@ -461,29 +376,21 @@ class LogManager:
         if is_resource_exhaustion(error):
             logger.error("out of resources %s in %s: %s", doing, log_dir, error)
             raise error
-        self._take_offline(log_dir, str(error))
+        self.mark_dir_offline(log_dir, str(error))
 
-    def _take_offline(self, log_dir: Path, reason: str) -> None:
-        """Stop using ``log_dir``: its partitions become unavailable; the rest keep working."""
+    def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
+        """Stop using ``log_dir``: its partitions become unavailable; the rest keep working.
+
+        The broker calls it when an I/O error hits a log in ``log_dir``.
+        """
         if log_dir in self.offline_dirs:
             return
         logger.error("log dir %s is offline: %s", log_dir, reason)
         self.offline_dirs[log_dir] = reason
-        for key in [k for k, d in self._log_dir_of.items() if d == log_dir]:
-            self._log_dir_of.pop(key)
-            self.offline_partitions[key] = log_dir
-            log = self.logs.pop(key, None)
-            if log is not None:
-                for segment in log.segments:
-                    with contextlib.suppress(OSError):
-                        segment.file.close()
+        for log in self.partitions.take_dir_offline(log_dir):
+            for segment in log.segments:
+                with contextlib.suppress(OSError):
+                    segment.file.close()
         lock = self._locks.pop(log_dir, None)
         if lock is not None:
             lock.release()
-
-    def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
-        """Called by the broker when an I/O error hits a log in ``log_dir``."""
-        self._take_offline(log_dir, reason)
-
-    def log_dir_of(self, topic: str, partition: int) -> Path:
-        return self._log_dir_of[(topic, partition)]

@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from odradek.storage.atomic import fsync_directory
@@ -37,7 +38,12 @@ from odradek.storage.log import Log
 from odradek.storage.partition_metadata import PARTITION_METADATA, write_partition_metadata
 from odradek.storage.topics import delete_dir_name, partition_dir_name
 
-__all__ = ["create_partition_dir", "delete_partition_dir", "discard_partition", "remove_flat_dir"]
+__all__ = [
+    "create_partition_dir",
+    "delete_partition_dir",
+    "discard_partition",
+    "remove_leftover_dirs",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +77,20 @@ def discard_partition(log: Log) -> None:
         segment.offset_index.delete()
         segment.time_index.delete()
         segment.file.close()
-    remove_flat_dir(log.directory)
+    _remove_flat_dir(log.directory)
 
 
-def remove_flat_dir(path: Path) -> None:
+def remove_leftover_dirs(log_dirs: Iterable[Path], topic: str, partitions: Sequence[int]) -> None:
+    """Step 3, after :func:`discard_partition`: remove the directories of ``partitions`` that
+    an undone creation made in ``log_dirs`` but never opened as a log."""
+    for log_dir in log_dirs:
+        for partition in partitions:
+            leftover = log_dir / partition_dir_name(topic, partition)
+            if leftover.exists():
+                _remove_flat_dir(leftover)
+
+
+def _remove_flat_dir(path: Path) -> None:
     """Remove a partition directory (no subdirectories) using one descriptor at most, for a
     rollback that runs out of them (``shutil.rmtree`` holds two); errors are logged."""
     try:

@@ -18,7 +18,8 @@ Crash safety:
 1. the new end is written with :func:`odradek.storage.atomic.write_atomically` (``.tmp``,
    fsync, rename, fsync dir) to every online dir *before* the first id of the block is used;
 2. a crash between blocks wastes at most the unused rest of a block (ids are never reused);
-3. a file that does not parse is fatal (:class:`CheckpointError`): guessing could reuse ids.
+3. a file that does not parse is fatal (:meth:`ProducerIdAllocator.from_dirs` raises):
+   guessing could reuse ids.
 
 Cost: one write (two fsyncs per dir) per 1000 ids, on the caller's thread.
 """
@@ -28,10 +29,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from odradek.storage.atomic import write_atomically
 from odradek.storage.checkpoints import CheckpointError, parse_int, read_lines
+from odradek.storage.errors import StorageError
 
-__all__ = ["BLOCK_SIZE", "PRODUCER_ID_BLOCK", "ProducerIdAllocator", "read_next_block_start"]
+__all__ = [
+    "BLOCK_SIZE",
+    "PRODUCER_ID_BLOCK",
+    "ProducerIdAllocator",
+    "encode_next_block_start",
+    "read_next_block_start",
+]
 
 PRODUCER_ID_BLOCK = "producer-id-block"
 BLOCK_SIZE = 1000
@@ -74,12 +81,17 @@ class ProducerIdAllocator:
     def from_dirs(
         cls, log_dirs: Sequence[Path], persist: Callable[[int], None]
     ) -> ProducerIdAllocator:
-        return cls(
-            max((read_next_block_start(d / PRODUCER_ID_BLOCK) for d in log_dirs), default=0),
-            persist,
-        )
+        """Resume at the largest block start recorded in ``log_dirs``. Raises
+        :class:`StorageError` if a file does not parse: guessing could hand out an id twice."""
+        try:
+            start = max((read_next_block_start(d / PRODUCER_ID_BLOCK) for d in log_dirs), default=0)
+        except CheckpointError as exc:
+            raise StorageError(f"cannot allocate producer ids: {exc}") from exc
+        return cls(start, persist)
 
     def allocate(self) -> int:
+        """A producer id never handed out before, across restarts and crashes; the first of
+        a block persists the block's end first (if that raises, no id is handed out)."""
         if self._next_id >= self._block_end:
             new_end = self._block_end + BLOCK_SIZE
             self._persist(new_end)  # durable before any id of the block is used
@@ -87,7 +99,3 @@ class ProducerIdAllocator:
         producer_id = self._next_id
         self._next_id += 1
         return producer_id
-
-
-def write_next_block_start(log_dir: Path, value: int) -> None:
-    write_atomically(log_dir / PRODUCER_ID_BLOCK, encode_next_block_start(value))

@@ -47,12 +47,8 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from odradek.protocol.compression import CompressionError
-from odradek.protocol.legacy import decode_legacy_records
-from odradek.protocol.record_batch import CorruptRecordError
-from odradek.protocol.records import Record, decode_records
-from odradek.protocol.validate import DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES
 from odradek.storage.atomic import fsync_directory
+from odradek.storage.config import LogConfig
 from odradek.storage.index import OffsetIndex, TimeIndex
 from odradek.storage.scan import EntryInfo, scan_entries
 from odradek.storage.segment_file import FileRegion, SegmentFile
@@ -155,7 +151,7 @@ class LogSegment:
         ``batches`` describes them in order as ``(size_bytes, last_offset, max_timestamp)``:
         index entries are added per batch, as Kafka (3.7+) does, so every offset index entry
         points at the start of the batch whose last offset it names. The caller has assigned
-        offsets and checked that they fit this segment (:meth:`can_hold`).
+        offsets and checked that they fit this segment (:meth:`should_roll`).
         """
         position = self.size_bytes
         size_bytes = sum(size for size, _, _ in batches)
@@ -167,25 +163,55 @@ class LogSegment:
             self._first_batch_timestamp = batches[0][2]
         batch_position = position
         for size, last_offset, max_timestamp in batches:
-            if max_timestamp > self.max_timestamp:  # first, as Kafka and recover() do
-                self.max_timestamp = max_timestamp
-                self._offset_of_max_timestamp = last_offset
-            # A multi-batch append may fill the index midway: the rest of it is then indexed
-            # more sparsely (lookups scan forward), and the next append rolls the segment.
-            if (
-                self._bytes_since_index_entry > self.index_interval_bytes
-                and not self.indexes_full()
-            ):
-                self.offset_index.append(last_offset, batch_position)
-                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
-                self._bytes_since_index_entry = 0
-            self._bytes_since_index_entry += size
+            self._index_entry(batch_position, size, last_offset, max_timestamp)
             batch_position += size
         self.size_bytes = batch_position
         return position
 
-    def can_hold(self, last_offset: int) -> bool:
-        return 0 <= last_offset - self.base_offset <= INT32_MAX
+    def _index_entry(
+        self, position: int, size_bytes: int, last_offset: int, max_timestamp: int
+    ) -> None:
+        """Account for one entry written (or re-read by :meth:`recover`) at ``position``: the
+        max timestamp first, as Kafka does, then index entries if more than
+        ``index.interval.bytes`` went by since the last. An index that fills up midway leaves
+        the rest of the segment indexed more sparsely (lookups scan forward), and the next
+        append rolls the segment."""
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self._offset_of_max_timestamp = last_offset
+        if self._bytes_since_index_entry > self.index_interval_bytes and not self.indexes_full():
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size_bytes
+
+    def should_roll(
+        self,
+        config: LogConfig,
+        append_bytes: int,
+        last_offset: int,
+        max_timestamp: int,
+        age_ms: int,
+    ) -> bool:
+        """Kafka's ``shouldRoll``: whether an append of ``append_bytes`` ending at
+        ``last_offset``, with records up to ``max_timestamp``, must go to a new segment.
+
+        Never while this segment is empty; otherwise if the append would pass
+        ``segment.bytes``, if ``max_timestamp`` is more than ``segment.ms`` past the first
+        batch's (if that has none: if ``age_ms``, the time this segment has been the active
+        one, is), if an index is full, or if ``last_offset`` would not fit an int32 relative
+        to the base offset.
+        """
+        if self.size_bytes == 0:
+            return False
+        first_ts = self.first_batch_timestamp()
+        waited_ms = max_timestamp - first_ts if first_ts >= 0 else age_ms
+        return (
+            self.size_bytes + append_bytes > config.segment_bytes
+            or waited_ms > config.segment_ms
+            or self.indexes_full()
+            or not 0 <= last_offset - self.base_offset <= INT32_MAX
+        )
 
     def indexes_full(self) -> bool:
         return self.offset_index.is_full or self.time_index.is_full
@@ -231,29 +257,6 @@ class LogSegment:
             index.trim_to_valid_size()
             index.flush()
 
-    def truncate_to_position(self, position: int) -> int:
-        """Drop the bytes from ``position`` on, and index entries past them; returns the count."""
-        dropped = self.size_bytes - position
-        if dropped <= 0:
-            return 0
-        os.ftruncate(self.file.fileno(), position)
-        self.size_bytes = position
-        # One scan of what is left gives the next offset and the max timestamp (the index
-        # cannot be used for the former: its entries may point past the cut).
-        next_offset = self.base_offset
-        self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
-        for entry in scan_entries(self.file.fileno(), 0, position):
-            next_offset = entry.last_offset + 1
-            if entry.max_timestamp > self.max_timestamp:
-                self.max_timestamp = entry.max_timestamp
-                self._offset_of_max_timestamp = entry.last_offset
-        self.offset_index.truncate_to(next_offset)
-        self.time_index.truncate_to(next_offset)
-        self._bytes_since_index_entry = 0
-        if position == 0:
-            self._first_batch_timestamp = None
-        return dropped
-
     # -- recovery --------------------------------------------------------------------------
 
     def recover(self, max_entry_bytes: int = INT32_MAX, *, truncate: bool = True) -> RecoveryResult:
@@ -268,20 +271,12 @@ class LogSegment:
         self.offset_index.truncate()
         self.time_index.truncate()
         self.max_timestamp, self._offset_of_max_timestamp = -1, self.base_offset
-        since_index = 0
+        self._bytes_since_index_entry = 0
         valid = ValidPrefix(self.file.fileno(), self.base_offset, self.size_bytes, max_entry_bytes)
         for entry in valid:
-            if entry.max_timestamp > self.max_timestamp:
-                self.max_timestamp = entry.max_timestamp
-                self._offset_of_max_timestamp = entry.last_offset
-            # Live appends index once per request, recovery once per batch: an index that
-            # filled up during appends may be too small here, so it just stays sparser.
-            if since_index > self.index_interval_bytes and not self.indexes_full():
-                self.offset_index.append(entry.last_offset, entry.position)
-                self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
-                since_index = 0
-            since_index += entry.size_bytes
-        self._bytes_since_index_entry = since_index
+            self._index_entry(
+                entry.position, entry.size_bytes, entry.last_offset, entry.max_timestamp
+            )
         self._first_batch_timestamp = None
         result = valid.result()
         if truncate:
@@ -343,33 +338,6 @@ class LogSegment:
             next_offset = entry.last_offset + 1
         return next_offset
 
-    def find_offset_by_timestamp(
-        self,
-        timestamp_ms: int,
-        start_offset: int,
-        max_body_bytes: int = DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES,
-    ) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record with timestamp ≥ ``timestamp_ms`` and
-        offset ≥ ``start_offset``, or None if this segment has none. A batch that does not
-        decode (or decompresses to more than ``max_body_bytes``) raises
-        :class:`CorruptRecordError` naming this file and its position."""
-        _, index_offset = self.time_index.lookup(timestamp_ms)
-        _, position = self.offset_index.lookup(max(index_offset, start_offset))
-        for entry in scan_entries(self.file.fileno(), position, self.size_bytes):
-            if entry.max_timestamp < timestamp_ms or entry.last_offset < start_offset:
-                continue
-            data = os.pread(self.file.fileno(), entry.size_bytes, entry.position)
-            try:
-                records = _decode_entry(data, entry.magic, max_body_bytes)
-            except (CorruptRecordError, CompressionError) as exc:  # a batch stored damaged
-                raise CorruptRecordError(
-                    f"{self.log_path} position {entry.position}: unreadable batch: {exc}"
-                ) from None
-            for record in records:
-                if record.timestamp_ms >= timestamp_ms and record.offset >= start_offset:
-                    return record.offset, record.timestamp_ms
-        return None
-
     # -- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -401,10 +369,6 @@ class LogSegment:
         self.log_path = new_log
         self.file_suffix = new_suffix
 
-    def rename_with_suffix(self, suffix: str) -> None:
-        """Add ``suffix`` (``.deleted``, ``.cleaned``, ``.swap``) to all three file names."""
-        self.change_suffix(self.file_suffix + suffix)
-
     def delete_files(self) -> None:
         self.close()
         self.log_path.unlink(missing_ok=True)
@@ -413,11 +377,3 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size_bytes={self.size_bytes})"
-
-
-def _decode_entry(data: bytes, magic: int, max_body_bytes: int) -> list[Record]:
-    """The records of one stored entry; a v2 body over ``max_body_bytes`` decompressed is
-    refused, not expanded (a bomb stored before produce validated records)."""
-    if magic == 2:
-        return decode_records(data, max_decompressed_bytes=max_body_bytes)
-    return decode_legacy_records(data)

@@ -1,4 +1,4 @@
-"""A log's segments: which of them a read, a timestamp lookup or a flush walks, and every
+"""A log's segments: which of them a read or a flush walks, and every
 change to the list but a roll (retention's removal of the oldest segments, the cleaner's swap,
 and the delayed deletion of the files they leave).
 
@@ -80,19 +80,6 @@ class SegmentList:
             )
             if region is not None or segment is end_segment:
                 return region
-        return None
-
-    def find_offset_by_timestamp(
-        self, timestamp_ms: int, log_start_offset: int, max_body_bytes: int
-    ) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record at or after ``log_start_offset`` with a
-        timestamp ≥ ``timestamp_ms``, from the first segment that has one; None if none has."""
-        for segment in list(self.segments):
-            if segment.max_timestamp < timestamp_ms:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp_ms, log_start_offset, max_body_bytes)
-            if found is not None:
-                return found
         return None
 
     def flush(self, recovery_point: int) -> None:

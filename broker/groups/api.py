@@ -78,7 +78,7 @@ class GroupApi:
                 min_session_timeout_ms=cfg.int("group.min.session.timeout.ms"),
                 max_session_timeout_ms=cfg.int("group.max.session.timeout.ms"),
             ),
-            ctx.manager.partition_count,
+            ctx.manager.partitions.partition_count,
         )
         self.store = OffsetStore()
         self.retention_ms = cfg.int("offsets.retention.minutes") * 60_000
@@ -122,7 +122,7 @@ class GroupApi:
         self.coordinator.load(loaded.groups, loaded.offsets, self.now_ms())
         self._unloaded = set(loaded.incomplete)
         if self._unloaded:
-            self._offsets_partitions = self.ctx.manager.partition_count(OFFSETS_TOPIC)
+            self._offsets_partitions = self.ctx.manager.partitions.partition_count(OFFSETS_TOPIC)
             self.ctx.log.error(
                 "offsets partitions not loaded: their groups answer COORDINATOR_NOT_AVAILABLE",
                 topic=OFFSETS_TOPIC,
@@ -255,7 +255,7 @@ class GroupApi:
                     )
                     self.ctx.log.info("topic created", topic=OFFSETS_TOPIC, partitions=count)
         if not self._offsets_partitions:  # fixed once created: groups must not move
-            self._offsets_partitions = manager.partition_count(OFFSETS_TOPIC)
+            self._offsets_partitions = manager.partitions.partition_count(OFFSETS_TOPIC)
         return partition_for(group_id, self._offsets_partitions)
 
     async def _append(
@@ -267,7 +267,7 @@ class GroupApi:
         log = None
         try:
             partition = await self._offsets_partition(group_id)
-            log = ctx.manager.get_log(OFFSETS_TOPIC, partition)
+            log = ctx.manager.partitions.get_log(OFFSETS_TOPIC, partition)
             now = self.now_ms()
             info = log.append(encode_batch([(k, v, now) for k, v in records]), now_ms=now)
             ctx.notify_data(OFFSETS_TOPIC, partition)

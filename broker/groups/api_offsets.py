@@ -66,7 +66,7 @@ class OffsetApi:
             metadata = part.committed_metadata or ""
             if not allowed(Operation.READ, ResourceType.TOPIC, topic.name):
                 result.error_code = E.TOPIC_AUTHORIZATION_FAILED
-            elif (topic.name, part.partition_index) not in manager.logs:
+            elif (topic.name, part.partition_index) not in manager.partitions.logs:
                 result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > METADATA_MAX_BYTES:
                 result.error_code = E.OFFSET_METADATA_TOO_LARGE

@@ -202,7 +202,7 @@ def load(manager: LogManager) -> Loaded:
     """Replay every partition of ``__consumer_offsets`` (see the module docstring)."""
     loaded = Loaded()
     logs = sorted(
-        (log for (topic, _), log in manager.logs.items() if topic == OFFSETS_TOPIC),
+        (log for (topic, _), log in manager.partitions.logs.items() if topic == OFFSETS_TOPIC),
         key=lambda log: log.partition,
     )
 
@@ -219,7 +219,7 @@ def load(manager: LogManager) -> Loaded:
         except (CorruptRecordError, StorageError, OSError) as exc:
             loaded.incomplete.add(log.partition)
             logger.error("stopped replaying %s-%d: %s", log.topic, log.partition, exc)
-    loaded.incomplete.update(p for (t, p) in manager.offline_partitions if t == OFFSETS_TOPIC)
+    loaded.incomplete.update(p for (t, p) in manager.partitions.offline if t == OFFSETS_TOPIC)
     for group, cached in list(loaded.offsets.items()):
         if not cached:
             del loaded.offsets[group]

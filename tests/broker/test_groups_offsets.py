@@ -130,7 +130,7 @@ def manager_at(path: Path) -> LogManager:
 
 
 def append(manager: LogManager, partition: int, records: list[tuple[bytes, bytes | None]]) -> int:
-    log = manager.get_log("__consumer_offsets", partition)
+    log = manager.partitions.get_log("__consumer_offsets", partition)
     return log.append(encode_batch([(k, v, TS) for k, v in records]), now_ms=TS).first_offset
 
 

@@ -234,11 +234,11 @@ def test_a_partition_whose_replay_cannot_finish_is_not_served_stale(tmp_path: Pa
         damaged = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 2) == 0)
         healthy = next(g for g in (f"g{i}" for i in range(100)) if partition_for(g, 2) == 1)
         for group, partition in ((damaged, 0), (healthy, 1)):
-            log = manager.get_log(OFFSETS_TOPIC, partition)
+            log = manager.partitions.get_log(OFFSETS_TOPIC, partition)
             for offset in (10, 500):
                 key = encode_offset_key(OffsetKey(group, "t", 0))
                 log.append(encode_batch([(key, offset_value(OffsetValue(offset)), 1)]), now_ms=1)
-        damaged_log = manager.get_log(OFFSETS_TOPIC, 0)
+        damaged_log = manager.partitions.get_log(OFFSETS_TOPIC, 0)
         read = damaged_log.read
 
         def read_failing_at_the_second_batch(offset: int, max_bytes: int) -> FetchInfo:

@@ -63,13 +63,13 @@ def test_metadata_for_every_topic_does_not_scan_every_partition_per_topic(
         for i in range(30):
             manager.create_topic(f"t{i}", 3)
         calls = []
-        original = manager.partition_count
+        original = manager.partitions.partition_count
 
         def counted(topic: str) -> int:
             calls.append(topic)
             return original(topic)
 
-        manager.partition_count = counted  # type: ignore[method-assign]
+        manager.partitions.partition_count = counted  # type: ignore[method-assign]
         listener = SimpleNamespace(host="127.0.0.1", port=9092)
         ctx = SimpleNamespace(manager=manager, node_id=1, advertised_listener=listener)
         api = AdminApi(ctx)  # type: ignore[arg-type]

@@ -147,5 +147,5 @@ def test_cleaner_offset_checkpoint_round_trips(tmp_path: Path) -> None:
     }
     again = LogManager([tmp_path / "logs"], LogConfig(), node_id=1, clock_ms=lambda: now)
     again.startup()
-    assert again.get_log("compacted", 0).first_dirty_offset == 4
+    assert again.partitions.get_log("compacted", 0).first_dirty_offset == 4
     again.shutdown()

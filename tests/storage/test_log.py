@@ -26,6 +26,7 @@ from odradek.storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 from odradek.storage.log import Log
 from odradek.storage.scan import scan_entries
 from odradek.storage.segment import INT32_MAX
+from odradek.storage.timestamp_lookup import offset_for_timestamp
 from tests.storage.conftest import (
     all_records,
     append_all,
@@ -226,7 +227,7 @@ def test_roll_when_the_time_index_is_full(log_dir: Path) -> None:
         assert segment.time_index.last_entry[0] == segment.max_timestamp
     assert [r.offset for r in all_records(log)] == list(range(10))
     for i in range(10):
-        assert log.offset_for_timestamp(100 + i) == (i, 100 + i)
+        assert offset_for_timestamp(log, 100 + i) == (i, 100 + i)
 
 
 def test_tiny_segment_index_bytes_rolls_every_append(log_dir: Path) -> None:
@@ -355,8 +356,8 @@ def test_reads_after_advance_log_start_offset(multi_segment_log: Log) -> None:
     first = parse_batch_header(region_bytes(info.region))
     assert first.base_offset <= 17 <= first.last_offset
     assert [r.offset for r in all_records(log)] == list(range(17, end))
-    assert log.offset_for_timestamp(-2) == (17, -1)
-    assert log.offset_for_timestamp(0)[0] == 17  # earlier records are gone
+    assert offset_for_timestamp(log, -2) == (17, -1)
+    assert offset_for_timestamp(log, 0)[0] == 17  # earlier records are gone
     with pytest.raises(OffsetOutOfRangeError):
         log.advance_log_start_offset(end + 1)
     assert log.advance_log_start_offset(end) == end
@@ -400,16 +401,16 @@ def test_offset_for_timestamp_with_out_of_order_timestamps(log_dir: Path) -> Non
     log.append(batch(3, ts=[100, 300, 200]), now_ms=0)
     log.append(batch(2, ts=[250, 260]), now_ms=0)
     log.append(batch(1, ts=500), now_ms=0)
-    assert log.offset_for_timestamp(100) == (0, 100)  # exact, first
-    assert log.offset_for_timestamp(50) == (0, 100)  # before first
-    assert log.offset_for_timestamp(150) == (1, 300)  # first record at or above, in offset order
-    assert log.offset_for_timestamp(200) == (1, 300)
-    assert log.offset_for_timestamp(300) == (1, 300)
-    assert log.offset_for_timestamp(301) == (5, 500)  # between
-    assert log.offset_for_timestamp(500) == (5, 500)  # exact, last
-    assert log.offset_for_timestamp(501) is None  # after last
-    assert log.offset_for_timestamp(-1) == (6, -1)  # latest
-    assert log.offset_for_timestamp(-2) == (0, -1)  # earliest
+    assert offset_for_timestamp(log, 100) == (0, 100)  # exact, first
+    assert offset_for_timestamp(log, 50) == (0, 100)  # before first
+    assert offset_for_timestamp(log, 150) == (1, 300)  # first record at or above, in offset order
+    assert offset_for_timestamp(log, 200) == (1, 300)
+    assert offset_for_timestamp(log, 300) == (1, 300)
+    assert offset_for_timestamp(log, 301) == (5, 500)  # between
+    assert offset_for_timestamp(log, 500) == (5, 500)  # exact, last
+    assert offset_for_timestamp(log, 501) is None  # after last
+    assert offset_for_timestamp(log, -1) == (6, -1)  # latest
+    assert offset_for_timestamp(log, -2) == (0, -1)  # earliest
 
 
 def test_offset_for_timestamp_across_segments(multi_segment_log: Log) -> None:
@@ -421,10 +422,10 @@ def test_offset_for_timestamp_across_segments(multi_segment_log: Log) -> None:
         first_offsets.append(offset)
         offset += 1 + i % 4
     for i in range(30):
-        assert log.offset_for_timestamp(1000 + i) == (first_offsets[i], 1000 + i)
-    assert log.offset_for_timestamp(0) == (0, 1000)
-    assert log.offset_for_timestamp(1030) is None
-    assert log.offset_for_timestamp(-1) == (log.next_offset, -1)
+        assert offset_for_timestamp(log, 1000 + i) == (first_offsets[i], 1000 + i)
+    assert offset_for_timestamp(log, 0) == (0, 1000)
+    assert offset_for_timestamp(log, 1030) is None
+    assert offset_for_timestamp(log, -1) == (log.next_offset, -1)
 
 
 def _brute_force(stamps: list[list[int]], target: int) -> tuple[int, int] | None:
@@ -458,7 +459,7 @@ def test_offset_for_timestamp_matches_a_scan(
             log.close()
             log = open_log(directory, cfg, clean_shutdown=reopen == "clean")
         for target in range(62):
-            assert log.offset_for_timestamp(target) == _brute_force(stamps, target), target
+            assert offset_for_timestamp(log, target) == _brute_force(stamps, target), target
         log.close()
 
 
@@ -478,8 +479,8 @@ def test_log_append_time_stamps_the_batch_and_keeps_the_crc_valid(log_dir: Path)
         assert header.max_timestamp == stamp
         assert all(r.timestamp_ms == stamp for r in decode_records(raw))
     assert [r.offset for r in all_records(log)] == [0, 1, 2, 3]
-    assert log.offset_for_timestamp(9) == (0, 123_456)
-    assert log.offset_for_timestamp(123_457) == (3, 200_000)
+    assert offset_for_timestamp(log, 9) == (0, 123_456)
+    assert offset_for_timestamp(log, 123_457) == (3, 200_000)
 
 
 # -- flush, recovery point, reopen -----------------------------------------------------------
@@ -601,7 +602,7 @@ def test_log_matches_a_model(
             assert got == model[start:]
         for target in range(0, 52, 3):
             expected = next(((o, ts) for o, _, ts in model[start:] if ts >= target), None)
-            assert log.offset_for_timestamp(target) == expected
+            assert offset_for_timestamp(log, target) == expected
         log.close()
 
 

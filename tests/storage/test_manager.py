@@ -68,22 +68,24 @@ def simulate_crash(manager: LogManager, dirs: list[Path]) -> None:
 
 def test_new_partitions_go_to_the_least_loaded_dir(dirs: list[Path]) -> None:
     manager = start(dirs)
+    where = manager.partitions.log_dir_of
     manager.create_topic("a", 4)
-    assert [manager.log_dir_of("a", p) for p in range(4)] == [dirs[0], dirs[1], dirs[2], dirs[0]]
+    assert [where[("a", p)] for p in range(4)] == [dirs[0], dirs[1], dirs[2], dirs[0]]
     manager.create_topic("b", 1)  # 2/1/1: the tie goes to the earlier dir in config order
-    assert manager.log_dir_of("b", 0) == dirs[1]
+    assert where[("b", 0)] == dirs[1]
     manager.create_topic("c", 1)
-    assert manager.log_dir_of("c", 0) == dirs[2]
+    assert where[("c", 0)] == dirs[2]
     manager.create_topic("d", 1)
-    assert manager.log_dir_of("d", 0) == dirs[0]
-    for topic, partition in manager.logs:
-        assert (manager.log_dir_of(topic, partition) / f"{topic}-{partition}").is_dir()
+    assert where[("d", 0)] == dirs[0]
+    for topic, partition in manager.partitions.logs:
+        assert (where[(topic, partition)] / f"{topic}-{partition}").is_dir()
     manager.shutdown()
 
     manager = start(dirs)  # counts come from what is on disk
-    assert manager.partitions_per_dir() == {dirs[0]: 3, dirs[1]: 2, dirs[2]: 2}
+    counts = manager.partitions.partitions_per_dir(manager.online_dirs)
+    assert counts == {dirs[0]: 3, dirs[1]: 2, dirs[2]: 2}
     manager.add_partitions("b", 3)
-    assert [manager.log_dir_of("b", p) for p in (1, 2)] == [dirs[1], dirs[2]]
+    assert [manager.partitions.log_dir_of[("b", p)] for p in (1, 2)] == [dirs[1], dirs[2]]
     manager.shutdown()
 
 
@@ -94,7 +96,7 @@ def test_checkpoints_round_trip_in_kafka_format(tmp_path: Path) -> None:
     log_dir = tmp_path / "data"
     manager = start([log_dir])
     manager.create_topic("t", 2)
-    log = manager.get_log("t", 0)
+    log = manager.partitions.get_log("t", 0)
     log.append(batch(3), now_ms=0)
     log.flush()
     log.append(batch(2), now_ms=0)  # unflushed
@@ -112,7 +114,7 @@ def test_checkpoints_round_trip_in_kafka_format(tmp_path: Path) -> None:
 
     manager = start([log_dir])
     assert not (log_dir / ".kafka_cleanshutdown").exists()  # consumed at start-up
-    log = manager.get_log("t", 0)
+    log = manager.partitions.get_log("t", 0)
     assert (log.log_start_offset, log.recovery_point, log.next_offset) == (1, 5, 5)
     assert [r.offset for r in all_records(log)] == [1, 2, 3, 4]
     manager.shutdown()
@@ -136,7 +138,7 @@ def test_unclean_restart_revalidates_through_the_manager(tmp_path: Path) -> None
     cfg = LogConfig().with_overrides({"segment.bytes": str(3 * len(batch(1)))})
     manager = start([log_dir], config=cfg)
     manager.create_topic("t", 1)
-    log = manager.get_log("t", 0)
+    log = manager.partitions.get_log("t", 0)
     for _ in range(7):
         log.append(batch(1), now_ms=0)
     simulate_crash(manager, [log_dir])
@@ -146,7 +148,7 @@ def test_unclean_restart_revalidates_through_the_manager(tmp_path: Path) -> None
         f.write(batch(1)[:30])
     (log_dir / "recovery-point-offset-checkpoint").write_bytes(b"0\n1\nt 0 3\n")
     manager = start([log_dir], config=cfg)
-    log = manager.get_log("t", 0)
+    log = manager.partitions.get_log("t", 0)
     assert log.next_offset == 7 and log.recovery_point == 3
     assert (partition / f"{6:020d}.log").stat().st_size == len(batch(1))
     manager.shutdown()
@@ -193,7 +195,7 @@ def test_a_log_dir_that_cannot_be_created_goes_offline(tmp_path: Path) -> None:
     assert list(manager.offline_dirs) == [bad]
     assert manager.online_dirs == good
     logs = manager.create_topic("t", 4)
-    assert {manager.log_dir_of("t", p) for p in range(4)} == set(good)
+    assert {manager.partitions.log_dir_of[("t", p)] for p in range(4)} == set(good)
     for log in logs:
         log.append(batch(2), now_ms=0)
     manager.checkpoint()
@@ -247,7 +249,7 @@ def test_a_dir_locked_by_another_process_goes_offline(tmp_path: Path, lock_holde
     assert "locked by another process" in manager.offline_dirs[lock_holder]
     assert not (lock_holder / "meta.properties").exists()  # untouched
     manager.create_topic("t", 2)
-    assert {manager.log_dir_of("t", p) for p in range(2)} == {free}
+    assert {manager.partitions.log_dir_of[("t", p)] for p in range(2)} == {free}
     manager.shutdown()
 
     with pytest.raises(StorageError, match="locked by another process"):
@@ -270,11 +272,11 @@ def test_topic_configs_persist_across_restarts(dirs: list[Path]) -> None:
     manager.create_topic(
         "t", 2, {"segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
     )
-    assert manager.get_log("t", 1).config.log_append_time
+    assert manager.partitions.get_log("t", 1).config.log_append_time
     manager.create_topic("plain", 1)
     config = manager.alter_topic_configs("t", {"segment.bytes": "2000", "retention.ms": "-1"})
     assert config.segment_bytes == 2000 and not config.log_append_time
-    assert manager.get_log("t", 0).config == config  # effective at once
+    assert manager.partitions.get_log("t", 0).config == config  # effective at once
     topic_id = manager.topics["t"].topic_id
     manager.shutdown()
 
@@ -284,7 +286,7 @@ def test_topic_configs_persist_across_restarts(dirs: list[Path]) -> None:
     assert manager.topics["t"].topic_id == topic_id
     assert manager.topics["plain"].configs == {}
     for p in range(2):
-        assert manager.get_log("t", p).config == config
+        assert manager.partitions.get_log("t", p).config == config
     assert manager.effective_config("plain") == LogConfig()
     manager.shutdown()
 
@@ -298,14 +300,14 @@ def test_the_newest_topic_configs_copy_wins(dirs: list[Path]) -> None:
     (dirs[1] / "topic-configs.json").write_bytes(stale)
     (dirs[0] / "topic-configs.json").write_bytes(b"{not json")
     manager = start(dirs[:2])  # the unreadable copy is ignored, not fatal
-    assert manager.get_log("t", 0).config.segment_bytes == 1000
+    assert manager.partitions.get_log("t", 0).config.segment_bytes == 1000
     manager.shutdown()
     (dirs[0] / "topic-configs.json").unlink()
     manager = start(dirs[:2])
     manager.alter_topic_configs("t", {"segment.bytes": "4000"})
     manager.shutdown()
     manager = start(dirs[:2])
-    assert manager.get_log("t", 0).config.segment_bytes == 4000
+    assert manager.partitions.get_log("t", 0).config.segment_bytes == 4000
     manager.shutdown()
 
 
@@ -322,7 +324,7 @@ def test_create_topic_rules(dirs: list[Path]) -> None:
     with pytest.raises(UnknownTopicOrPartitionError):
         manager.add_partitions("nope", 2)
     with pytest.raises(UnknownTopicOrPartitionError):
-        manager.get_log("t", 1)
+        manager.partitions.get_log("t", 1)
     with pytest.raises(UnknownTopicOrPartitionError):
         manager.alter_topic_configs("nope", {})
     manager.shutdown()
@@ -333,23 +335,25 @@ def test_delete_topic_removes_its_directories(dirs: list[Path]) -> None:
     manager.create_topic("t", 4)
     manager.create_topic("keep", 1)
     for p in range(4):
-        manager.get_log("t", p).append(batch(3), now_ms=0)
+        manager.partitions.get_log("t", p).append(batch(3), now_ms=0)
     manager.delete_topic("t")
     for log_dir in dirs:
         assert [p.name for p in log_dir.iterdir() if p.is_dir()] in ([], ["keep-0"])
     with pytest.raises(UnknownTopicOrPartitionError):
-        manager.get_log("t", 0)
+        manager.partitions.get_log("t", 0)
     with pytest.raises(UnknownTopicOrPartitionError):
         manager.delete_topic("t")
-    assert manager.partitions_per_dir() == {dirs[0]: 0, dirs[1]: 0, dirs[2]: 0} | {
-        manager.log_dir_of("keep", 0): 1
-    }
+    assert manager.partitions.partitions_per_dir(manager.online_dirs) == {
+        dirs[0]: 0,
+        dirs[1]: 0,
+        dirs[2]: 0,
+    } | {manager.partitions.log_dir_of[("keep", 0)]: 1}
     manager.shutdown()
 
     manager = start(dirs)
-    assert "t" not in manager.topics and ("t", 0) not in manager.logs
+    assert "t" not in manager.topics and ("t", 0) not in manager.partitions.logs
     (log,) = manager.create_topic("t", 1)  # a new topic under the old name starts afresh
-    assert log.next_offset == 0 and manager.partition_count("t") == 1
+    assert log.next_offset == 0 and manager.partitions.partition_count("t") == 1
     manager.shutdown()
 
 
@@ -372,7 +376,7 @@ def test_leftover_delete_dirs_and_strays_at_start_up(tmp_path: Path) -> None:
     manager = start([log_dir])
     assert not doomed.exists()
     assert (log_dir / "not_a_partition").is_dir()  # ignored, not removed
-    assert manager.logs == {}
+    assert manager.partitions.logs == {}
     manager.shutdown()
 
 
@@ -384,7 +388,7 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     cfg = LogConfig().with_overrides({"segment.bytes": str(3 * size)})
     manager = start([log_dir], config=cfg)
     manager.create_topic("t", 1)
-    log = manager.get_log("t", 0)
+    log = manager.partitions.get_log("t", 0)
     for _ in range(9):
         log.append(batch(1), now_ms=0)
     log.advance_log_start_offset(2)
@@ -405,8 +409,8 @@ def test_corrupt_checkpoints_are_logged_and_mean_full_recovery(
     assert manager.offline_dirs == {}
     # segment 0 of 3 is damaged, not torn: only this partition goes offline, nothing is cut
     with pytest.raises(LogCorruptedError, match=f"{path} is damaged at byte {size}"):
-        manager.get_log("t", 0)
-    assert manager.partition_count("t") == 1
+        manager.partitions.get_log("t", 0)
+    assert manager.partitions.partition_count("t") == 1
     manager.shutdown()
     logs_after = {p.name: p.read_bytes() for p in (log_dir / "t-0").iterdir()}
     assert {n: b for n, b in logs_after.items() if n.endswith(".log")} == {
@@ -427,7 +431,7 @@ def test_invalid_topic_names_are_rejected_before_any_io(tmp_path: Path, name: st
     with pytest.raises(InvalidTopicError):
         manager.create_topic(name, 1, {"segment.bytez": "1"})  # the name is checked first
     assert snapshot(tmp_path) == before
-    assert manager.topics == {} and manager.logs == {}
+    assert manager.topics == {} and manager.partitions.logs == {}
     manager.shutdown()
 
 
@@ -468,7 +472,7 @@ def test_bad_configs_are_rejected_naming_the_key(
     assert snapshot(tmp_path) == before
     assert "t" not in manager.topics
     assert manager.topics["ok"].configs == {"segment.bytes": "5000"}
-    assert manager.get_log("ok", 0).config.segment_bytes == 5000
+    assert manager.partitions.get_log("ok", 0).config.segment_bytes == 5000
     manager.shutdown()
 
 
@@ -484,18 +488,18 @@ def test_a_partition_dir_that_is_offline_is_dropped_with_its_logs(dirs: list[Pat
     manager = start(dirs)
     manager.create_topic("t", 3)
     manager.mark_dir_offline(dirs[1], "I/O error")
-    assert ("t", 1) not in manager.logs
+    assert ("t", 1) not in manager.partitions.logs
     with pytest.raises(LogDirOfflineError, match="I/O error"):  # known, but offline
-        manager.get_log("t", 1)
-    assert manager.partition_count("t") == 3
+        manager.partitions.get_log("t", 1)
+    assert manager.partitions.partition_count("t") == 3
     with pytest.raises(LogDirOfflineError):  # not half a topic
         manager.delete_topic("t")
-    manager.get_log("t", 0).append(batch(1), now_ms=0)
+    manager.partitions.get_log("t", 0).append(batch(1), now_ms=0)
     manager.shutdown()
     assert not (dirs[1] / ".kafka_cleanshutdown").exists()
     assert (dirs[0] / ".kafka_cleanshutdown").exists()
     manager = start(dirs)  # back online after a restart
-    assert manager.partition_count("t") == 3
+    assert manager.partitions.partition_count("t") == 3
     assert os.path.isdir(dirs[1] / "t-1")
     manager.shutdown()
 
@@ -504,7 +508,7 @@ def test_an_io_error_at_shutdown_takes_only_that_dir_offline(dirs: list[Path]) -
     manager = start(dirs[:2])
     manager.create_topic("t", 4)  # two partitions in each dir
     for p in range(4):
-        manager.get_log("t", p).append(batch(1), now_ms=0)
+        manager.partitions.get_log("t", p).append(batch(1), now_ms=0)
     # the first dir's partitions vanish under the broker (a pulled disk, an operator's rm -rf)
     for p in (0, 2):
         shutil.rmtree(dirs[0] / f"t-{p}")
@@ -528,5 +532,5 @@ def test_a_new_log_dir_listed_first_joins_the_existing_cluster(tmp_path: Path) -
     assert manager.offline_dirs == {}
     assert manager.cluster_id == cluster_id
     assert read_meta_properties(new / "meta.properties").cluster_id == cluster_id
-    assert manager.partition_count("t") == 1
+    assert manager.partitions.partition_count("t") == 1
     manager.shutdown()

@@ -23,6 +23,7 @@ from odradek.storage.config import LogConfig
 from odradek.storage.errors import LogCorruptedError
 from odradek.storage.loader import load_segments
 from odradek.storage.log import Log
+from odradek.storage.timestamp_lookup import offset_for_timestamp
 from tests.storage.conftest import (
     all_records,
     batch,
@@ -422,7 +423,7 @@ def test_a_crash_with_multi_batch_appends_and_tiny_indexes_recovers(log_dir: Pat
     assert offsets(log) == list(range(18))
     for target in range(0, 600, 50):
         expected = next(((o, t) for o, t in _stamps(6) if t >= target), None)
-        assert log.offset_for_timestamp(target) == expected
+        assert offset_for_timestamp(log, target) == expected
     log.append(batch(1, ts=10_000), now_ms=0)
     assert log.next_offset == 19
 
@@ -468,7 +469,7 @@ def test_missing_indexes_are_rebuilt(log_dir: Path, clean: bool) -> None:
     for base in (0, 8):  # rebuilt and trimmed
         assert (log_dir / name(base, ".index")).stat().st_size == 8 * len(originals[base])
     for i in range(12):
-        assert log.offset_for_timestamp(1000 + i) == (2 * i, 1000 + i)
+        assert offset_for_timestamp(log, 1000 + i) == (2 * i, 1000 + i)
     log.close()
 
 
@@ -559,7 +560,7 @@ def test_swap_replacing_two_segments_completes(log_dir: Path) -> None:
     records = all_records(log, 1)
     assert [r.offset for r in records] == [1, 4, 5, 6, 7]
     assert records[0].value == b"compacted1"
-    assert log.offset_for_timestamp(102) == (4, 104)
+    assert offset_for_timestamp(log, 102) == (4, 104)
     assert log.next_offset == 8
     log.close()
 

@@ -10,6 +10,7 @@ import pytest
 from odradek.protocol.record_batch import parse_batch_header
 from odradek.storage.scan import EntryInfo, InvalidEntry, scan_entries, validated_entries
 from odradek.storage.segment import LogSegment, segment_path
+from odradek.storage.timestamp_lookup import segment_offset_for_timestamp
 from tests.storage.conftest import batch, region_bytes, split_batches
 
 BASE = 100
@@ -107,33 +108,13 @@ def test_index_entries_and_live_vs_recovered_indexes_agree(tmp_path: Path) -> No
 def test_find_offset_by_timestamp_in_a_segment(tmp_path: Path) -> None:
     segment = _filled(tmp_path, 10, interval=0)
     # batch i (offsets BASE+2i, BASE+2i+1) carries timestamps 1000+10i, 995+10i
-    assert segment.find_offset_by_timestamp(1000, BASE) == (BASE, 1000)
-    assert segment.find_offset_by_timestamp(1001, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1005, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1006, BASE) == (BASE + 2, 1010)
-    assert segment.find_offset_by_timestamp(1085, BASE) == (BASE + 18, 1090)
-    assert segment.find_offset_by_timestamp(1091, BASE) is None
-    assert segment.find_offset_by_timestamp(0, BASE + 5) == (BASE + 5, 1015)
-
-
-def test_truncate_to_position_drops_bytes_and_index_entries(tmp_path: Path) -> None:
-    size = len(batch(2))
-    segment = _filled(tmp_path, 12, interval=0)
-    assert len(segment.offset_index) == 11
-    dropped = segment.truncate_to_position(5 * size)
-    assert dropped == 7 * size
-    assert os.path.getsize(segment.log_path) == segment.size_bytes == 5 * size
-    assert segment.next_offset_from_data() == BASE + 10
-    assert [o for o, _ in segment.offset_index] == [BASE + 3, BASE + 5, BASE + 7, BASE + 9]
-    assert all(o < BASE + 10 for _, o in segment.time_index)
-    assert segment.max_timestamp == 1040
-    assert segment.truncate_to_position(10 * size) == 0  # beyond the end: nothing
-    # appending goes on at the cut
-    assert _append(segment, batch(1), BASE + 10) == 5 * size
-    assert segment.read(BASE + 10, 1 << 20).position == 5 * size
-    assert segment.truncate_to_position(0) == 5 * size + len(batch(1))
-    assert segment.next_offset_from_data() == BASE
-    assert len(segment.offset_index) == 0 and segment.max_timestamp == -1
+    assert segment_offset_for_timestamp(segment, 1000, BASE) == (BASE, 1000)
+    assert segment_offset_for_timestamp(segment, 1001, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1005, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1006, BASE) == (BASE + 2, 1010)
+    assert segment_offset_for_timestamp(segment, 1085, BASE) == (BASE + 18, 1090)
+    assert segment_offset_for_timestamp(segment, 1091, BASE) is None
+    assert segment_offset_for_timestamp(segment, 0, BASE + 5) == (BASE + 5, 1015)
 
 
 def test_recover_truncates_at_the_first_invalid_byte(tmp_path: Path) -> None:
@@ -181,9 +162,9 @@ def test_close_appends_the_final_time_entry_and_trims(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_rename_with_suffix_and_delete_files(tmp_path: Path) -> None:
+def test_change_suffix_and_delete_files(tmp_path: Path) -> None:
     segment = _filled(tmp_path, 2)
-    segment.rename_with_suffix(".deleted")
+    segment.change_suffix(".deleted")
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
         "00000000000000000100.index.deleted",
@@ -217,7 +198,7 @@ def test_scan_across_read_chunks_and_large_entries(tmp_path: Path) -> None:
     for target in (BASE, BASE + 1, BASE + 700, offset - 2, offset - 1):
         entry = segment.find_entry(target)
         assert entry.base_offset == target
-    assert segment.find_offset_by_timestamp(1000, BASE) == (BASE + 1000, 1000)
+    assert segment_offset_for_timestamp(segment, 1000, BASE) == (BASE + 1000, 1000)
 
 
 def test_a_failed_open_leaves_no_descriptor_behind(tmp_path: Path) -> None:
