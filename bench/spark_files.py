@@ -39,8 +39,9 @@ from typing import Any
 from bench.common import Figure, Figures, Stopwatch, interleaved, median
 from bench.spark import _NO_PROGRESS_BARS, VALUE_BYTES, _fill
 from bench.spark import Params as BrokerParams
-from bench.storage import NOW_MS, build_batches
 from bench.storage import Params as StorageParams
+from bench.storage import build_batches
+from bench.storage_io import NOW_MS
 from tests.broker_process import BrokerProcess
 
 __all__ = ["TITLE", "Params", "run"]

@@ -20,6 +20,9 @@ Every figure has a baseline measured in the same run on the same files (docs/arc
    files evicted from this machine's page cache with ``posix_fadvise(DONTNEED)`` first (a
    virtual machine's host may still cache them). Also the clean-shutdown open of the big log
    against that of a one-batch log: it should not grow with the log.
+
+The timed operations themselves (the writes, appends, opens, reads and page-cache evictions)
+are in :mod:`bench.storage_io`; this module schedules them and reports the figures.
 """
 
 from __future__ import annotations
@@ -42,18 +45,23 @@ from bench.common import (
     median,
     percentile,
 )
+from bench.storage_io import (
+    NOW_MS,
+    PARTITION,
+    TOPIC,
+    evict,
+    log_append,
+    open_log,
+    raw_write,
+    read_files,
+    timed_open,
+)
 from odradek.protocol.batch_builder import BatchBuilder
 from odradek.protocol.record_batch import parse_batch_header
-from odradek.storage.config import LogConfig
-from odradek.storage.log import Log
 
 __all__ = ["TITLE", "Params", "build_batches", "run"]
 
 TITLE = "append throughput, random offset lookup latency, recovery speed"
-TOPIC = "bench"
-PARTITION = 0
-NOW_MS = 1_700_000_000_000
-_READ_CHUNK_BYTES = 128 * 1024  # GNU cat's buffer
 _VERIFIED_LOOKUPS = 200
 
 
@@ -116,59 +124,7 @@ def _sequence(batches: Sequence[bytes], total_bytes: int) -> list[bytes]:
     return [batches[i % len(batches)] for i in range(count)]
 
 
-def _config(params: Params) -> LogConfig:
-    return LogConfig(segment_bytes=params.segment_bytes)
-
-
 # -- 1, 2: append -----------------------------------------------------------------------------
-
-
-def _raw_write(path: Path, seq: list[bytes], flush: str, every: int) -> float:
-    """Seconds to write ``seq`` with ``os.write`` (flush: "none", "final" or "every")."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    write, fsync = os.write, os.fsync
-    try:
-        with Stopwatch() as sw:
-            if flush == "every":
-                for i, batch in enumerate(seq, 1):
-                    write(fd, batch)
-                    if i % every == 0:
-                        fsync(fd)
-                fsync(fd)
-            else:
-                for batch in seq:
-                    write(fd, batch)
-                if flush == "final":
-                    fsync(fd)
-    finally:
-        os.close(fd)
-        path.unlink()
-    return sw.seconds
-
-
-def _log_append(
-    directory: Path, seq: list[bytes], flush: str, every: int, config: LogConfig
-) -> float:
-    """Seconds to append ``seq`` through ``Log.append`` (flush as in :func:`_raw_write`)."""
-    log = Log.open(directory, TOPIC, PARTITION, config, now_ms=NOW_MS)
-    append = log.append
-    try:
-        with Stopwatch() as sw:
-            if flush == "every":
-                for i, batch in enumerate(seq, 1):
-                    append(batch, now_ms=NOW_MS)
-                    if i % every == 0:
-                        log.flush()
-                log.flush()
-            else:
-                for batch in seq:
-                    append(batch, now_ms=NOW_MS)
-                if flush == "final":
-                    log.flush()
-    finally:
-        log.close()
-        shutil.rmtree(directory)
-    return sw.seconds
 
 
 def _bench_append(
@@ -178,12 +134,14 @@ def _bench_append(
     size = sum(len(b) for b in seq)
     every = max(1, params.flush_every_bytes // len(batches[0]))
     every_text = format_size(params.flush_every_bytes)
-    config = _config(params)
+    segment_bytes = params.segment_bytes
     variants = {"none": "no fsync", "final": "final fsync", "every": f"fsync every {every_text}"}
     runs: dict[str, Callable[[], float]] = {}
     for flush in variants:
-        runs[f"raw {flush}"] = lambda f=flush: _raw_write(scratch / "raw", seq, f, every)
-        runs[f"log {flush}"] = lambda f=flush: _log_append(scratch / "log", seq, f, every, config)
+        runs[f"raw {flush}"] = lambda f=flush: raw_write(scratch / "raw", seq, f, every)
+        runs[f"log {flush}"] = lambda f=flush: log_append(
+            scratch / "log", seq, f, every, segment_bytes
+        )
     say(
         f"append: {format_size(size)} x {len(runs)} variants x {params.append_repeats} repeats "
         f"({len(seq)} batches of {len(batches[0])} B, {records} records each)"
@@ -227,11 +185,11 @@ def _build_log(
     directory.parent.mkdir(parents=True, exist_ok=True)
     # Untimed first pass: in a VM, writing into memory the guest never touched runs at a
     # fraction of the speed of reusing freed page-cache pages; then the same-size baseline.
-    _raw_write(directory.parent / "raw", seq, "none", 0)
+    raw_write(directory.parent / "raw", seq, "none", 0)
     raw_name = f"raw os.write of {size_text}, no fsync"
-    raw_seconds = _raw_write(directory.parent / "raw", seq, "none", 0)
+    raw_seconds = raw_write(directory.parent / "raw", seq, "none", 0)
     figures.add(raw_name, mb_per_s(size, raw_seconds), "MB/s", note="one pass", is_baseline=True)
-    log = Log.open(directory, TOPIC, PARTITION, _config(params), now_ms=NOW_MS)
+    log = open_log(directory, params.segment_bytes)
     append = log.append
     try:
         with Stopwatch() as sw:
@@ -250,23 +208,11 @@ def _build_log(
     return next_offset, size
 
 
-def _open(directory: Path, params: Params, *, clean: bool, recovery_point: int) -> Log:
-    return Log.open(
-        directory,
-        TOPIC,
-        PARTITION,
-        _config(params),
-        now_ms=NOW_MS,
-        clean_shutdown=clean,
-        recovery_point=recovery_point,
-    )
-
-
 def _bench_lookups(
     figures: Figures, params: Params, directory: Path, next_offset: int, say: Say
 ) -> None:
     rng = random.Random(params.seed)
-    log = _open(directory, params, clean=True, recovery_point=next_offset)
+    log = open_log(directory, params.segment_bytes, clean=True, recovery_point=next_offset)
     try:
         files = [(s.file.fileno(), s.size_bytes) for s in log.segments if s.size_bytes]
         fds = [fd for fd, _ in files]
@@ -335,45 +281,6 @@ def _bench_lookups(
 # -- 4: opening and recovery ------------------------------------------------------------------
 
 
-def _evict(directory: Path) -> None:
-    """Drop the partition's (clean, fsynced) pages from the page cache."""
-    for path in directory.iterdir():
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def _read_files(paths: list[Path]) -> float:
-    buffer = bytearray(_READ_CHUNK_BYTES)
-    with Stopwatch() as sw:
-        for path in paths:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                while os.readv(fd, [buffer]):
-                    pass
-            finally:
-                os.close(fd)
-    return sw.seconds
-
-
-def _timed_open(
-    directory: Path, params: Params, *, clean: bool, next_offset: int, size: int
-) -> float:
-    with Stopwatch() as sw:
-        log = _open(directory, params, clean=clean, recovery_point=0 if not clean else next_offset)
-    try:
-        if log.next_offset != next_offset or log.size_bytes != size:
-            raise AssertionError(
-                f"reopened log ends at offset {log.next_offset} / {log.size_bytes} B, "
-                f"expected {next_offset} / {size} B"
-            )
-    finally:
-        log.close()
-    return sw.seconds
-
-
 def _bench_clean_open(
     figures: Figures,
     params: Params,
@@ -384,16 +291,16 @@ def _bench_clean_open(
     size: int,
 ) -> None:
     small = scratch / "small" / f"{TOPIC}-{PARTITION}"
-    log = Log.open(small, TOPIC, PARTITION, _config(params), now_ms=NOW_MS)
+    log = open_log(small, params.segment_bytes)
     log.append(batches[0], now_ms=NOW_MS)
     small_next, small_size = log.next_offset, log.size_bytes
     log.close()
     runs = {
-        "small": lambda: _timed_open(
-            small, params, clean=True, next_offset=small_next, size=small_size
+        "small": lambda: timed_open(
+            small, params.segment_bytes, clean=True, next_offset=small_next, size=small_size
         ),
-        "big": lambda: _timed_open(
-            directory, params, clean=True, next_offset=next_offset, size=size
+        "big": lambda: timed_open(
+            directory, params.segment_bytes, clean=True, next_offset=next_offset, size=size
         ),
     }
     samples = interleaved(runs, params.open_repeats, warmup=1)
@@ -422,19 +329,21 @@ def _bench_recovery(
 
     def read(cold: bool) -> float:
         if cold:
-            _evict(directory)
-        return _read_files(logs)
+            evict(directory)
+        return read_files(logs)
 
     def recover(cold: bool) -> float:
         if cold:
-            _evict(directory)
-        return _timed_open(directory, params, clean=False, next_offset=next_offset, size=size)
+            evict(directory)
+        return timed_open(
+            directory, params.segment_bytes, clean=False, next_offset=next_offset, size=size
+        )
 
     runs: dict[str, Callable[[], float]] = {}
     for mode in modes:
         runs[f"read {mode}"] = lambda c=mode == "cold": read(c)
         runs[f"recover {mode}"] = lambda c=mode == "cold": recover(c)
-    _read_files(logs)  # make "warm" warm
+    read_files(logs)  # make "warm" warm
     samples = interleaved(runs, params.recovery_repeats)
     for mode in modes:
         read_mbs = [mb_per_s(log_bytes, s) for s in samples[f"read {mode}"]]
