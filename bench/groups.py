@@ -48,7 +48,7 @@ from odradek.client import Consumer, TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.batch_builder import encode_batch
 from odradek.protocol.errors import ErrorCode as E
-from tests.broker.test_groups_api import FAST, Member, form_generation
+from tests.broker.test_groups_api import FAST, Member, assert_split, form_generation
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
@@ -90,9 +90,8 @@ class Params:
 
 def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
     figures = Figures()
-    broker = BrokerProcess([scratch / "logs"], overrides=FAST).start()
-    assert broker.port is not None
-    try:
+    with BrokerProcess([scratch / "logs"], overrides=FAST) as broker:
+        assert broker.port is not None
         with Wire(broker.port) as admin:
             admin.create_topic(_TOPIC, 16)
             admin.create_topic(_SINK, 1)
@@ -105,8 +104,6 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         if params.client_rebalances > 0:
             say("rebalances, public Consumer")
             _client_rebalances(broker.bootstrap, params.client_rebalances, figures)
-    finally:
-        broker.stop()
     return figures.items
 
 
@@ -137,12 +134,6 @@ def _commits(broker: BrokerProcess, params: Params, figures: Figures) -> None:
             topics=[m.OffsetCommitTopic(name=_TOPIC, partitions=[part])],
         )
 
-    def commit_ok(reply: m.OffsetCommitResponse) -> bool:
-        return reply.topics[0].partitions[0].error_code == 0
-
-    def produce_ok(reply: m.ProduceResponse) -> bool:
-        return reply.topics[0].partitions[0].error_code == 0
-
     consumer = Consumer(
         _TOPIC,
         bootstrap_servers=broker.bootstrap,
@@ -156,11 +147,6 @@ def _commits(broker: BrokerProcess, params: Params, figures: Figures) -> None:
             assert time.monotonic() < deadline, "the client never got its partitions"
             consumer.poll(timeout_ms=100)
 
-        def client_commit(i: int) -> float:
-            t0 = time.perf_counter()
-            consumer.commit({TopicPartition(_TOPIC, i % 16): i})
-            return time.perf_counter() - t0
-
         rtt: dict[str, list[float]] = {"produce": [], "commit": [], "client": []}
         rate: dict[str, list[float]] = {
             k: [] for k in ("produce", "commit", "produce_w", "commit_w")
@@ -169,24 +155,25 @@ def _commits(broker: BrokerProcess, params: Params, figures: Figures) -> None:
         for round_ in range(1 + params.commit_repeats):
             member.heartbeat()
             produce_s = [
-                _timed(lambda: _check(sink.call(produce[0], produce[1]), produce_ok))
+                _timed(lambda: _check(sink.call(produce[0], produce[1]), _ok))
                 for _ in range(params.commits)
             ]
             commit_s = [
-                _timed(lambda i=i: _check(commit_wire.call(commit_request(i)), commit_ok))
+                _timed(lambda i=i: _check(commit_wire.call(commit_request(i)), _ok))
                 for i in range(params.commits)
             ]
-            produce_w = _pipelined(
-                sink, lambda _: produce, produce_ok, params.pipelined, params.window
-            )
+            produce_w = _pipelined(sink, lambda _: produce, _ok, params.pipelined, params.window)
             commit_w = _pipelined(
                 commit_wire,
                 lambda i: (commit_request(i), b""),
-                commit_ok,
+                _ok,
                 params.pipelined,
                 params.window,
             )
-            client_s = [client_commit(i) for i in range(params.client_commits)]
+            client_s = [
+                _timed(lambda i=i: consumer.commit({TopicPartition(_TOPIC, i % 16): i}))
+                for i in range(params.client_commits)
+            ]
             consumer.poll(timeout_ms=0)
             if round_ == 0:
                 continue  # warm-up
@@ -233,6 +220,11 @@ def _timed(action: Callable[[], object]) -> float:
 
 def _check(reply: object, ok: Callable[[Any], bool]) -> None:
     assert ok(reply), reply
+
+
+def _ok(reply: m.ProduceResponse | m.OffsetCommitResponse) -> bool:
+    """The one partition of a Produce or OffsetCommit answer succeeded."""
+    return reply.topics[0].partitions[0].error_code == 0
 
 
 def _pipelined(
@@ -294,7 +286,7 @@ def _rebalance_once(port: int, group: str, n: int, partitions: int) -> dict[str,
         for member in members:
             member.get_id()
         timings = {"form": _timed(lambda: form_generation(*members))}
-        _assert_split(members, partitions)
+        assert_split(members, _GROUP_TOPIC, partitions)
         rounds = [_timed(lambda: _heartbeat_round(members, E.NONE)) for _ in range(5)]
         timings["heartbeat"] = median(rounds)
 
@@ -307,7 +299,7 @@ def _rebalance_once(port: int, group: str, n: int, partitions: int) -> dict[str,
         newcomer.sync()
         timings["join"] = time.perf_counter() - t0
         assert newcomer.generation == members[0].generation
-        _assert_split(everyone, partitions)
+        assert_split(everyone, _GROUP_TOPIC, partitions)
 
         leaver, rest = everyone[0], everyone[1:]
         t0 = time.perf_counter()
@@ -315,7 +307,7 @@ def _rebalance_once(port: int, group: str, n: int, partitions: int) -> dict[str,
         _until_told_to_rejoin(rest)
         form_generation(*rest)
         timings["leave"] = time.perf_counter() - t0
-        _assert_split(rest, partitions)
+        assert_split(rest, _GROUP_TOPIC, partitions)
         for member in rest:
             member.leave()
         return timings
@@ -349,11 +341,6 @@ def _until_told_to_rejoin(members: list[Member]) -> None:
         waiting = [
             mb for mb, code in zip(waiting, codes, strict=True) if code != E.REBALANCE_IN_PROGRESS
         ]
-
-
-def _assert_split(members: list[Member], partitions: int) -> None:
-    owned = sorted(p for member in members for p in member.assignment.get(_GROUP_TOPIC, []))
-    assert owned == list(range(partitions)), owned
 
 
 # -- rebalances, public client ----------------------------------------------------------------
