@@ -1,4 +1,5 @@
-"""Helpers every benchmark shares: timing, statistics, figures, JSON results and tables.
+"""Helpers every benchmark shares: timing, statistics, figures, JSON results and tables, and
+the processes a benchmark watches or runs.
 
 A benchmark module (listed in :data:`bench.__main__.BENCHMARKS`) provides:
 
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +33,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from tests.broker_process import REPO
+
 __all__ = [
     "BenchResult",
     "Figure",
@@ -39,6 +43,7 @@ __all__ = [
     "apply_overrides",
     "format_size",
     "interleaved",
+    "json_line",
     "machine_info",
     "markdown_table",
     "mb_per_s",
@@ -50,6 +55,7 @@ __all__ = [
 ]
 
 MB = 1_000_000
+_CLIENT_TIMEOUT_S = 900.0
 _SIZE_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -336,3 +342,15 @@ def rss_bytes(pid: int) -> int:
 def open_fds(pid: int) -> int:
     """Open file descriptors of process ``pid`` (Linux ``/proc/<pid>/fd``)."""
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def json_line(command: list[str], what: str) -> dict[str, float]:
+    """Run ``command``, a client workload that prints a JSON summary on its last line of
+    output (``odradek perf --json``, ``bench.kafka_clients``, ``bench.peer_clients``), from the
+    repository root; that summary. ``what`` names the workload if it fails."""
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, timeout=_CLIENT_TIMEOUT_S, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])

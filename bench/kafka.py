@@ -56,14 +56,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import callgrind
-from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
+from bench.common import (
+    Figure,
+    Figures,
+    Stopwatch,
+    format_size,
+    interleaved,
+    json_line,
+    mb_per_s,
+    median,
+)
 from bench.fetch import Params as FetchParams
 from bench.fetch import _sendfile_loopback, fill_partition, produce_batches
 from bench.fetch import read_partition as native_read_partition
 from bench.kafka_wire import kafka_produce, kafka_read_partition
 from bench.peer_servers import RedisServer, ServerError, ensure_binary
-from bench.peers import _client as peer_client
-from bench.peers import _json_line
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
 from odradek.protocol import messages as m
@@ -330,7 +337,7 @@ def _clients_part(
             args = ["--topic", topic("odradek")]
         command = [sys.executable, "-m", "odradek.cli.main", "perf", action, "--json",
                    "--bootstrap-server", broker.bootstrap, "--num-records", n, *args]  # fmt: skip
-        return _json_line(command, f"odradek perf {action}")["records_per_s"]
+        return json_line(command, f"odradek perf {action}")["records_per_s"]
 
     def client(name: str, action: str, *extra: str) -> Callable[[], float]:
         def go() -> float:
@@ -338,7 +345,7 @@ def _clients_part(
             command = [sys.executable, "-m", "bench.kafka_clients", f"{name}-{action}",
                        "--bootstrap-server", broker.bootstrap, "--topic", name_,
                        "--num-records", n, "--record-size", size, *extra]  # fmt: skip
-            return _json_line(command, f"{name} {action}")["records_per_s"]
+            return json_line(command, f"{name} {action}")["records_per_s"]
 
         return go
 
@@ -365,8 +372,9 @@ def _clients_part(
             extra = ["--record-size", size, "--pipeline", str(params.redis_pipeline)]
             if action == "consume":
                 extra = ["--page", str(params.redis_page), "--cleanup"]
-            return peer_client(f"redis-{action}", "--port", port, "--num-records", n,
-                               "--key", key, *extra)  # fmt: skip
+            command = [sys.executable, "-m", "bench.peer_clients", f"redis-{action}",
+                       "--port", port, "--num-records", n, "--key", key, *extra]  # fmt: skip
+            return json_line(command, f"redis-{action}")["records_per_s"]
 
         runs["redis produce"] = lambda: redis("produce")
         runs["redis consume"] = lambda: redis("consume")

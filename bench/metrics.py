@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import callgrind
-from bench.common import Figure, Figures, interleaved, median
+from bench.common import Figure, Figures, interleaved, json_line, median
 from bench.fetch import produce_batches
-from bench.peers import _json_line
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
 from tests.broker.wire import Wire
@@ -81,7 +80,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
                 command += ["--record-size", str(params.record_bytes), "--acks", "1"]
             scraper = _Scraper(on) if broker is on else None
             try:
-                return _json_line(command, f"perf {action} ({name})")["records_per_s"]
+                return json_line(command, f"perf {action} ({name})")["records_per_s"]
             finally:
                 if scraper is not None:
                     scraper.stop()

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import math
 import re
 import shutil
@@ -40,16 +39,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import Figure, Figures, interleaved, median
+from bench.common import Figure, Figures, interleaved, json_line, median
 from bench.peer_servers import NatsServer, RedisServer, ServerError, ensure_binary
-from tests.broker_process import REPO, BrokerProcess
+from tests.broker_process import BrokerProcess
 
 __all__ = ["TITLE", "Params", "run"]
 
 TITLE = "odradek against Redis Streams and NATS JetStream (same workload, same run)"
 BENCH_DIR = Path(__file__).resolve().parent
 PLOT_PATHS = (BENCH_DIR / "results" / "peers.png", BENCH_DIR / "peers-latest.png")
-_CLIENT_TIMEOUT_S = 900.0
 
 Say = Callable[[str], None]
 
@@ -268,23 +266,14 @@ def _workloads(
 
 
 def _odradek(*args: str) -> dict[str, float]:
-    return _json_line(
+    return json_line(
         [sys.executable, "-m", "odradek.cli.main", *args, "--json"], f"odradek {args[1]}"
     )
 
 
 def _client(*args: str) -> float:
     command = [sys.executable, "-m", "bench.peer_clients", *args]
-    return _json_line(command, args[0])["records_per_s"]
-
-
-def _json_line(command: list[str], what: str) -> dict[str, float]:
-    done = subprocess.run(
-        command, capture_output=True, text=True, cwd=REPO, timeout=_CLIENT_TIMEOUT_S, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout.splitlines()[-1])
+    return json_line(command, args[0])["records_per_s"]
 
 
 # -- figures -----------------------------------------------------------------------------------

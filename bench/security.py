@@ -28,8 +28,7 @@ from pathlib import Path
 
 import trustme
 
-from bench.common import Figure, Figures, interleaved, median
-from bench.peers import _json_line
+from bench.common import Figure, Figures, interleaved, json_line, median
 from odradek.protocol.sasl import derive_credential
 from odradek.storage.atomic import make_directories
 from odradek.storage.credentials import CredentialStore
@@ -118,7 +117,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
                            "--command-config", str(scratch / f"{listener}.properties")]  # fmt: skip
                 if action == "produce":
                     command += ["--record-size", str(params.record_bytes)]
-            return _json_line(command, f"{name} {action} over {listener}")["records_per_s"]
+            return json_line(command, f"{name} {action} over {listener}")["records_per_s"]
 
         jobs = {
             f"{name} {action} {listener}": functools.partial(client, name, listener, action)
