@@ -20,17 +20,18 @@ its port). Three parts, each interleaved round by round (one untimed warm-up rou
    (flexible) through the codec, each response received into one reused buffer and only its
    batch headers parsed for the next offset; and loopback ``os.sendfile`` of the same files
    (``bench.fetch``), the machine's ceiling.
-3. **Unmodified clients, 100-byte records, records/s.** Each workload a process of its own
-   (:mod:`bench.kafka_clients`; ``odradek perf produce|consume``; :mod:`bench.peer_clients`
-   for Redis): confluent-kafka, kafka-python 3 and aiokafka produce (acks=1, idempotence off,
-   linger 5 ms) into a fresh one-partition topic and consume it back (partition 0 assigned,
-   from the beginning); the baselines are ``odradek perf produce --acks 1`` / ``perf consume``
-   on the same kind of topic and Redis Streams (``XADD`` pipelined, ``XRANGE`` pages; AOF
-   off) as in ``bench.peers``. confluent-kafka consumes twice per round: with
-   ``fetch.queue.backoff.ms=1`` (the figure) and with librdkafka's defaults (its 1 s fetch
-   pause once 100,000 records are queued locally is a client timer, see ``CONFLUENT_CONSUME``).
-   A client library that is not installed, or a Redis that
-   cannot be, is reported ``n/a`` with the reason.
+3. **Unmodified clients, 100-byte records, records/s** (:mod:`bench.kafka_unmodified`). Each
+   workload a process of its own (:mod:`bench.kafka_clients`; ``odradek perf
+   produce|consume``; :mod:`bench.peer_clients` for Redis): confluent-kafka, kafka-python 3
+   and aiokafka produce (acks=1, idempotence off, linger 5 ms) into a fresh one-partition
+   topic and consume it back (partition 0 assigned, from the beginning); the baselines are
+   ``odradek perf produce --acks 1`` / ``perf consume`` on the same kind of topic and Redis
+   Streams (``XADD`` pipelined, ``XRANGE`` pages; AOF off) as in ``bench.peers``.
+   confluent-kafka consumes twice per round: with ``fetch.queue.backoff.ms=1`` (the figure)
+   and with librdkafka's defaults (its 1 s fetch pause once 100,000 records are queued
+   locally is a client timer, see ``bench.kafka_unmodified.CONFLUENT_CONSUME``). A client
+   library that is not installed, or a Redis that cannot be, is reported ``n/a`` with the
+   reason.
 
 4. **Broker instructions per Produce request** (``instructions``; not in ``--quick``): the
    same three produce workloads, ``instruction_requests`` requests each, twice, against a
@@ -47,8 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -56,37 +55,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import callgrind
-from bench.common import (
-    Figure,
-    Figures,
-    Stopwatch,
-    format_size,
-    interleaved,
-    json_line,
-    mb_per_s,
-    median,
-)
+from bench.common import Figure, Figures, Stopwatch, format_size, interleaved, mb_per_s, median
 from bench.fetch import Params as FetchParams
 from bench.fetch import _sendfile_loopback, fill_partition, produce_batches
 from bench.fetch import read_partition as native_read_partition
+from bench.kafka_unmodified import clients_part
 from bench.kafka_wire import kafka_produce, kafka_read_partition
-from bench.peer_servers import RedisServer, ServerError, ensure_binary
 from bench.storage import Params as StorageParams
 from bench.storage import build_batches
 from odradek.protocol import messages as m
 from tests.broker.wire import Wire
 from tests.broker_process import BrokerProcess
 
-__all__ = ["CONFLUENT_CONSUME", "TITLE", "Params", "process_cpu_s", "run"]
+__all__ = ["TITLE", "Params", "process_cpu_s", "run"]
 
 TITLE = "Kafka listener vs native protocol (same broker, same run), and unmodified Kafka clients"
 RESULTS = Path(__file__).resolve().parent / "results"
-CLIENTS = ("confluent", "kafka-python", "aiokafka")
-_LIBRARY = {"confluent": "confluent_kafka", "kafka-python": "kafka", "aiokafka": "aiokafka"}
-# librdkafka pauses a partition's fetching for fetch.queue.backoff.ms (default 1000) once its
-# local queue holds queued.min.messages (100,000): a timer that would stall a fast reader the
-# same way against Apache Kafka. The consume figure uses 1 ms; the defaults get a row too.
-CONFLUENT_CONSUME = ["--config", "fetch.queue.backoff.ms=1"]
 
 Say = Callable[[str], None]
 
@@ -136,7 +120,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
         _profiled(broker, params, "serve")
         broker.start()
         _fetch_part(params, broker.port, scratch, end_offset, figures, say)  # type: ignore[arg-type]
-        _clients_part(params, broker, scratch, stack, figures, say)
+        clients_part(params, broker, scratch, stack, figures, say)
     _instructions_part(params, scratch, figures, say)
     return figures.items
 
@@ -304,146 +288,3 @@ def _fetch_part(
         values = rates[f"v{version}"]
         figures.add(f"Kafka Fetch v{version}", median(values), "MB/s", baseline=native,
                     samples=values, note=f"{what}; goal >= 0.9")  # fmt: skip
-
-
-# -- 3. unmodified clients ---------------------------------------------------------------------
-
-
-def _clients_part(
-    params: Params,
-    broker: BrokerProcess,
-    scratch: Path,
-    stack: contextlib.ExitStack,
-    figures: Figures,
-    say: Say,
-) -> None:
-    n, size = str(params.num_records), str(params.record_bytes)
-    state = {"round": 0}
-    skipped: dict[str, str] = {}
-
-    def topic(name: str) -> str:
-        return f"clients-{name}-{state['round']}"
-
-    def created(name: str) -> str:
-        with Wire(broker.port) as wire:  # type: ignore[arg-type]
-            wire.create_topic(topic(name), partitions=1)
-        return topic(name)
-
-    def odradek(action: str) -> float:
-        if action == "produce":
-            state["round"] += 1
-            args = ["--topic", created("odradek"), "--record-size", size, "--acks", "1"]
-        else:
-            args = ["--topic", topic("odradek")]
-        command = [sys.executable, "-m", "odradek.cli.main", "perf", action, "--json",
-                   "--bootstrap-server", broker.bootstrap, "--num-records", n, *args]  # fmt: skip
-        return json_line(command, f"odradek perf {action}")["records_per_s"]
-
-    def client(name: str, action: str, *extra: str) -> Callable[[], float]:
-        def go() -> float:
-            name_ = created(name) if action == "produce" else topic(name)
-            command = [sys.executable, "-m", "bench.kafka_clients", f"{name}-{action}",
-                       "--bootstrap-server", broker.bootstrap, "--topic", name_,
-                       "--num-records", n, "--record-size", size, *extra]  # fmt: skip
-            return json_line(command, f"{name} {action}")["records_per_s"]
-
-        return go
-
-    runs: dict[str, Callable[[], float]] = {
-        "odradek produce": lambda: odradek("produce"),
-        "odradek consume": lambda: odradek("consume"),
-    }
-    for name in CLIENTS:
-        if importlib.util.find_spec(_LIBRARY[name]) is None:
-            skipped[name] = f"{_LIBRARY[name]} is not installed (pip install {name})"
-            continue
-        runs[f"{name} produce"] = client(name, "produce")
-        if name == "confluent":
-            runs["confluent consume"] = client(name, "consume", *CONFLUENT_CONSUME)
-            runs["confluent-defaults consume"] = client(name, "consume")
-        else:
-            runs[f"{name} consume"] = client(name, "consume")
-    redis_port = _start_redis(params, scratch, stack, skipped, say)
-    if redis_port:
-        port = str(redis_port)
-
-        def redis(action: str) -> float:
-            key = f"redis-{state['round']}"
-            extra = ["--record-size", size, "--pipeline", str(params.redis_pipeline)]
-            if action == "consume":
-                extra = ["--page", str(params.redis_page), "--cleanup"]
-            command = [sys.executable, "-m", "bench.peer_clients", f"redis-{action}",
-                       "--port", port, "--num-records", n, "--key", key, *extra]  # fmt: skip
-            return json_line(command, f"redis-{action}")["records_per_s"]
-
-        runs["redis produce"] = lambda: redis("produce")
-        runs["redis consume"] = lambda: redis("consume")
-    say(
-        f"clients: {len(runs)} workloads x {params.client_repeats} round(s) "
-        f"(+{params.client_warmup} warm-up), {params.num_records:,} records of {size} B"
-    )
-    samples = interleaved(runs, params.client_repeats, warmup=params.client_warmup)
-    _client_figures(params, samples, skipped, figures)
-
-
-def _start_redis(
-    params: Params, scratch: Path, stack: contextlib.ExitStack, skipped: dict[str, str], say: Say
-) -> int | None:
-    if importlib.util.find_spec("redis") is None:
-        skipped["redis"] = "redis-py not installed (pip install 'redis[hiredis]')"
-        return None
-    binary, why = ensure_binary("redis-server", "redis-server", say) if params.install else (
-        None, "install=false")  # fmt: skip
-    if binary is None:
-        skipped["redis"] = why
-        return None
-    try:
-        server = stack.enter_context(RedisServer(binary, scratch / "redis", appendfsync=None))
-    except (ServerError, OSError) as exc:
-        skipped["redis"] = str(exc)[:200]
-        return None
-    return server.port
-
-
-def _client_figures(
-    params: Params, samples: dict[str, list[float]], skipped: dict[str, str], figures: Figures
-) -> None:
-    records = f"{params.num_records:,} x {params.record_bytes} B, one partition"
-    labels = {
-        "confluent": "confluent-kafka",
-        "confluent-defaults": "confluent-kafka (librdkafka defaults)",
-        "kafka-python": "kafka-python",
-        "aiokafka": "aiokafka",
-        "confluent consume": "fetch.queue.backoff.ms=1",
-        "confluent-defaults consume": "fetch.queue.backoff.ms=1000 (default)",
-    }
-    for action, verb in (("produce", "produce"), ("consume", "consume")):
-        values = samples[f"odradek {action}"]
-        odradek = figures.add(f"odradek perf {verb}", median(values), "records/s",
-                              samples=values, is_baseline=True,
-                              note=records if action == "produce" else "")  # fmt: skip
-        redis_values = samples.get(f"redis {action}", [])
-        what = "XADD, pipeline" if action == "produce" else "XRANGE, pages of"
-        count = params.redis_pipeline if action == "produce" else params.redis_page
-        redis = figures.add(
-            f"Redis Streams {verb}",
-            median(redis_values) if redis_values else math.nan,
-            "records/s",
-            samples=redis_values,
-            is_baseline=True,
-            note=f"skipped: {skipped['redis']}" if "redis" in skipped else f"{what} {count:,}",
-        ).name
-        figures.add(f"odradek perf {verb} ÷ Redis", median(values), "records/s",
-                    baseline=redis, samples=values)  # fmt: skip
-        names = [*CLIENTS, "confluent-defaults"] if action == "consume" else CLIENTS
-        for name in names:
-            label = labels[name]
-            values = samples.get(f"{name} {action}", [])
-            value = median(values) if values else math.nan
-            note = labels.get(f"{name} {action}", "")
-            if name.removesuffix("-defaults") in skipped:
-                note = f"skipped: {skipped[name.removesuffix('-defaults')]}"
-            figures.add(f"{label} {verb} ÷ odradek", value, "records/s",
-                        baseline=odradek.name, samples=values, note=note)  # fmt: skip
-            figures.add(f"{label} {verb} ÷ Redis", value, "records/s",
-                        baseline=redis, samples=values)  # fmt: skip
