@@ -4,6 +4,7 @@ reset-offsets (dry run, --execute, refused for an active group), delete."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -114,12 +115,18 @@ def test_consume_with_a_group_commits_on_ctrl_c(server: BrokerProcess) -> None:
         stderr=subprocess.PIPE,
         cwd=ROOT,
         text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
     )
     assert process.stdout is not None
     lines = [process.stdout.readline() for _ in range(5)]
     assert [line.strip() for line in lines] == [f"v{i}" for i in range(5)]
     process.send_signal(signal.SIGINT)
-    assert process.wait(30) == 130
+    try:
+        assert process.wait(30) == 130
+    except subprocess.TimeoutExpired:  # say where it hangs (seen once in a full run)
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=30)
+        pytest.fail(f"consume --group did not exit 30 s after Ctrl-C; its threads:\n{stderr}")
     with Admin(server.bootstrap) as admin:
         assert admin.list_group_offsets("cc-g")[TopicPartition("cc", 0)].offset == 5
         assert admin.describe_groups(["cc-g"])[0].state == "Empty"
