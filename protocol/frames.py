@@ -18,12 +18,13 @@ Rules:
 3. Memory is bounded: the decoder holds the complete frames not yet taken, plus at most one
    partial body, which grows only as its bytes arrive (a prefix alone allocates nothing), up to
    ``max_frame_bytes``. Feed it one ``recv`` worth at a time and drain it with ``next_frame``.
-5. A frame's bytes are copied once, into the ``bytes`` handed out: a frame that arrives whole
-   in one chunk is sliced out of it; the pieces of one that spans chunks are kept (views of
-   ``bytes`` chunks, which cannot change; copies of any other buffer, which the caller may
-   reuse) and joined when the last piece arrives.
 4. Feeding a stream in any split (one byte at a time, or many frames per chunk) yields the same
    frames. :meth:`FrameDecoder.end_of_stream` says whether the peer stopped mid-frame.
+5. Frames are handed out as ``bytes``. One that arrives whole in one chunk is sliced out of
+   it (one copy). The pieces of one that spans chunks are kept and joined once, when the last
+   piece arrives: views of ``bytes`` chunks, which cannot change (one copy in all), or copies
+   of any other buffer, which the caller may reuse (two). A kept view holds its whole chunk,
+   so a partial body holds at most one chunk more than rule 3's bytes.
 
 Protocol preface: a native client writes :data:`NATIVE_PREFACE` once, right after it connects
 and before its first frame. Read as a length prefix it is 0xFF6F646B, above
