@@ -116,17 +116,25 @@ def test_consume_with_a_group_commits_on_ctrl_c(server: BrokerProcess) -> None:
         cwd=ROOT,
         text=True,
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
+        # Ctrl-C as a terminal sends it: a test run started as a shell's background job
+        # inherits SIGINT ignored, and Python then never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    assert process.stdout is not None
-    lines = [process.stdout.readline() for _ in range(5)]
-    assert [line.strip() for line in lines] == [f"v{i}" for i in range(5)]
-    process.send_signal(signal.SIGINT)
     try:
-        assert process.wait(30) == 130
-    except subprocess.TimeoutExpired:  # say where it hangs (seen once in a full run)
-        process.send_signal(signal.SIGABRT)
-        _, stderr = process.communicate(timeout=30)
-        pytest.fail(f"consume --group did not exit 30 s after Ctrl-C; its threads:\n{stderr}")
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(5)]
+        assert [line.strip() for line in lines] == [f"v{i}" for i in range(5)]
+        process.send_signal(signal.SIGINT)
+        try:
+            assert process.wait(30) == 130
+        except subprocess.TimeoutExpired:  # say where it hangs
+            process.send_signal(signal.SIGABRT)
+            _, stderr = process.communicate(timeout=30)
+            pytest.fail(f"consume --group did not exit 30 s after Ctrl-C; its threads:\n{stderr}")
+    finally:
+        if process.poll() is None:  # never leave a consumer reconnecting to a reused port
+            process.kill()
+            process.wait()
     with Admin(server.bootstrap) as admin:
         assert admin.list_group_offsets("cc-g")[TopicPartition("cc", 0)].offset == 5
         assert admin.describe_groups(["cc-g"])[0].state == "Empty"
