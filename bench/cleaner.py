@@ -146,21 +146,6 @@ def _read_files(directory: Path) -> float:
     return sw.seconds
 
 
-def _alter(wire: Wire, topic: str, name: str, value: str) -> None:
-    wire.call(
-        m.AlterConfigsRequest(
-            correlation_id=0,
-            resources=[
-                m.AlterConfigsResource(
-                    resource_type=m.ConfigResourceType.TOPIC,
-                    resource_name=topic,
-                    configs=[m.AlterableConfig(name=name, value=value)],
-                )
-            ],
-        )
-    )
-
-
 def _probe(wire: Wire, count: int, until: Callable[[], bool] | None = None) -> list[float]:
     """Latency (µs) of one-in-flight acks=1 produces of one small batch."""
     data = encode_batch([(b"p", b"x" * 100, int(time.time() * 1000))])
@@ -198,13 +183,17 @@ def _broker_rounds(
             )
             batches = _batches(params, params.broker_dirty_bytes, now_ms)
             for round_ in range(params.broker_rounds):
-                _alter(wire, "table", "min.cleanable.dirty.ratio", "1")
+                wire.alter_configs(
+                    "table", m.AlterableConfig(name="min.cleanable.dirty.ratio", value="1")
+                )
                 for data in batches:
                     wire.produce("table", 0, data)
                 wire.produce("table", 0, batches[0])  # rolls the last full segment
                 idle += _probe(wire, params.probe_requests)
                 passes = len(broker.events("log cleaned"))
-                _alter(wire, "table", "min.cleanable.dirty.ratio", "0")
+                wire.alter_configs(
+                    "table", m.AlterableConfig(name="min.cleanable.dirty.ratio", value="0")
+                )
 
                 def done(before: int = passes) -> bool:
                     return len(broker.events("log cleaned")) > before
