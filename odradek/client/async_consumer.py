@@ -149,8 +149,9 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Records of the assigned partitions (of ``partitions`` if given: not supported yet,
-        all assigned partitions are returned), waiting up to ``timeout_ms`` for some."""
+        """Records of the assigned partitions (of those of ``partitions`` only, if given: the
+        others' records stay buffered for a later call), waiting up to ``timeout_ms`` for some.
+        A partition not assigned has no records (aiokafka's ``getmany`` ignores it too)."""
         if self._tg is None:
             raise KafkaError("consumer is not started")
         self._rewind()
@@ -158,7 +159,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         fetcher = self._fetcher
         while True:
             fetcher.raise_errors()
-            records = fetcher.drain(max_records or self.max_poll_records)
+            records = fetcher.drain(max_records or self.max_poll_records, partitions)
             if fetcher.positions_unknown() or fetcher.fetchable():
                 self._kick()  # the fetch task sends what the drain made room for
             if records:

@@ -25,7 +25,7 @@ non-retriable errors (and corrupt batches) are raised by the next poll.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
@@ -249,11 +249,18 @@ class Fetcher:
             self.pending_records[tp] = taken + pending
             self.positions[tp] = taken[0].offset
 
-    def drain(self, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3)."""
+    def drain(
+        self, max_records: int, partitions: Collection[TopicPartition] = ()
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3): of
+        ``partitions`` only if given (those not assigned have none; the others' records stay
+        buffered and their positions where they are)."""
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         budget = max_records
-        for tp in list(self.positions):
+        wanted = list(self.positions)
+        if partitions:
+            wanted = [tp for tp in wanted if tp in partitions]
+        for tp in wanted:
             if budget <= 0:
                 break
             taken = self._take(tp, budget)

@@ -145,3 +145,29 @@ async def test_a_failing_fetch_loop_reports_its_error_once_and_seek_clears_it(
         consumer.seek(tp, 0)
         got = await consumer.getmany(timeout_ms=5000)
         assert [r.value for r in got[tp]] == [b"0", b"1", b"2"]
+
+
+async def test_getmany_of_given_partitions_leaves_the_others_buffered(
+    bootstrap: str, topic: str
+) -> None:
+    """aiokafka's ``getmany(*partitions)``: records of those partitions only; what was fetched
+    for the others stays buffered (their positions unmoved) for a later call; a partition not
+    assigned just has no records."""
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 2)])
+    async with AsyncProducer(bootstrap) as producer:
+        for i in range(6):
+            await producer.send(topic, b"%d" % i, partition=i % 2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp0, tp1])
+        # both partitions are fetched by the first Fetch (the producer closed before it)
+        got = await consumer.getmany(tp1, timeout_ms=5000)
+        assert got == {tp1: got[tp1]} and [r.value for r in got[tp1]] == [b"1", b"3", b"5"]
+        assert await consumer.position(tp0) == 0
+        got = await consumer.getmany((topic, 0), timeout_ms=0, max_records=2)  # buffered
+        assert got == {tp0: got[tp0]} and [r.value for r in got[tp0]] == [b"0", b"2"]
+        assert await consumer.getmany(TopicPartition(topic, 7), timeout_ms=100) == {}
+        got = await consumer.getmany(tp1, tp0, timeout_ms=0)
+        assert got == {tp0: got[tp0]} and [r.value for r in got[tp0]] == [b"4"]
+        assert await consumer.position(tp0) == 3 and await consumer.position(tp1) == 3
