@@ -1,13 +1,10 @@
 """The async consumer (anyio), aiokafka-style: ``await start()``/``await stop()`` or
 ``async with``; ``await getone()``, ``await getmany(timeout_ms=...)``, ``async for``.
 
-Same fetch semantics as :class:`odradek.client.consumer.Consumer` (one
-:class:`~odradek.client.fetcher.Fetcher`). A fetch task in the consumer's task group keeps one Fetch
-in flight for every assigned partition whose buffer is empty, ahead of the application; ``getmany``
-waits for its data. ``start()`` enters the task group and ``stop()`` leaves it: call both from the
-same task. Consumer groups: with ``group_id``, a group task in the same task group joins, rebalances
-(running the callbacks, plain or ``async``), heartbeats and auto-commits
-(:class:`odradek.client.group_driver.AsyncGroup`); ``stop()`` commits (with auto-commit) and leaves.
+A fetch task in the consumer's task group (:meth:`AsyncConsumer._fetch_loop`) fetches ahead of
+the application; ``getmany`` waits for its data. Consumer groups: a group task in the same task
+group (:class:`odradek.client.group_driver.AsyncGroup`); :meth:`AsyncConsumer._running` says how
+they end.
 """
 
 from __future__ import annotations
@@ -173,21 +170,20 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
 
     async def getone(self) -> ConsumerRecord:
         """The next record, waiting as long as it takes."""
-        while not self._iterator:
-            batch = await self.getmany(timeout_ms=1000)
-            self._iterator = [r for records in batch.values() for r in records][::-1]
-        return self._iterator.pop()
+        return await self._next_record(None)
 
     def __aiter__(self) -> AsyncConsumer:
         return self
 
     async def __anext__(self) -> ConsumerRecord:
-        if self.consumer_timeout_ms is None:
-            return await self.getone()
-        if self._iterator:
-            return self._iterator.pop()
-        batch = await self.getmany(timeout_ms=self.consumer_timeout_ms)
-        if not batch:
-            raise StopAsyncIteration
-        self._iterator = [r for records in batch.values() for r in records][::-1]
+        return await self._next_record(self.consumer_timeout_ms)
+
+    async def _next_record(self, timeout_ms: float | None) -> ConsumerRecord:
+        """The next record of ``_iterator``, refilled by ``getmany`` (last-first) when empty;
+        ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it."""
+        while not self._iterator:
+            batch = await self.getmany(timeout_ms=1000 if timeout_ms is None else timeout_ms)
+            if not batch and timeout_ms is not None:
+                raise StopAsyncIteration
+            self._iterator = [r for records in batch.values() for r in records][::-1]
         return self._iterator.pop()
