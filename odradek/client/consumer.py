@@ -1,13 +1,8 @@
 """The blocking consumer (kafka-python-like): manual assignment, seek, poll, iteration.
 
-Pipelining: after a poll hands records out, the next Fetch for the partitions whose buffers
-are empty is already sent (its future completes on the connection's reader thread while
-the application works), so at most one fetch is in flight, ahead of the application.
-
-Consumer groups: with ``group_id``, ``topics``/``subscribe`` join the group
-(:mod:`odradek.client.group`); ``poll`` runs rebalances (and their callbacks) and auto-commits, a
-daemon thread sends the heartbeats (:mod:`odradek.client.group_driver`); ``close`` commits (with
-auto-commit) and leaves the group. ``commit`` commits the next offsets to read.
+Pipelining: before a poll returns, it sends a Fetch for the partitions that need data
+(:meth:`Consumer._prefetch`); its future completes on the connection's reader thread while the
+application works. Consumer groups: :class:`odradek.client.group_driver.BlockingGroup`.
 """
 
 from __future__ import annotations
@@ -126,11 +121,10 @@ class Consumer(core.ConsumerCore):
             offsets, future = entry
             self._fetcher.fetch_ended(offsets)
             try:
-                fetched = ops.parse_fetch(*future.result())
+                delay_s = self._fetcher.on_fetch(offsets, ops.parse_fetch(*future.result()))
             except KafkaError as exc:
-                self._back_off(self._fetcher.on_error(exc))
-                continue
-            self._back_off(self._fetcher.on_fetch(offsets, fetched))
+                delay_s = self._fetcher.on_error(exc)
+            self._back_off(delay_s)
 
     def _back_off(self, delay_s: float) -> None:
         if delay_s:
