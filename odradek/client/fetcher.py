@@ -225,8 +225,7 @@ class Fetcher:
 
     def raise_errors(self) -> None:
         if self.errors:
-            error = self.errors.pop(0)
-            raise error
+            raise self.errors.pop(0)
 
     def report(self, error: KafkaError) -> None:
         """Queue ``error`` for the next poll, once: a background loop that keeps failing the

@@ -56,12 +56,7 @@ from odradek.client.ops import Op, metadata_op
 from odradek.client.types import TopicPartition
 from odradek.protocol.errors import ErrorCode
 
-__all__ = [
-    "GroupMember",
-    "Notify",
-    "OffsetAndMetadata",
-    "Sleep",
-]
+__all__ = ["GroupMember"]
 
 log = logging.getLogger(__name__)
 

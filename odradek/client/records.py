@@ -153,9 +153,7 @@ class BatchCursor:
         )
 
 
-#: what BatchCursor decodes v2 bodies with: the C decoder's ``Records``, or its pure-Python
-#: twin :func:`~odradek.client.record_decoder.decode_columns` (the same arguments; each checks
-#: the whole body at once and builds the ConsumerRecords as they are taken, by ``take(n)``)
+#: what BatchCursor decodes v2 bodies with (see the module docstring)
 decode_body: Any = decode_columns if _native is None else _native.Records
 #: a v2 batch's records, built as they are taken: ``take(n)`` and ``len()``
 LazyRecords = Any  # record_decoder.DecodedRecords, or the C decoder's Records
