@@ -49,10 +49,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._kick)
 
-    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
-    def _consumed(self) -> dict[TopicPartition, int]:
-        return core.consumed_offsets(self._fetcher.positions, self._iterator)
-
     # -- lifetime ----------------------------------------------------------------------------
     @asynccontextmanager
     async def _running(self) -> AsyncIterator[None]:
@@ -90,12 +86,12 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
 
     # -- positions -------------------------------------------------------------------------
     def _rewind(self) -> None:
-        """Give the records drained for iteration but not yet yielded back to the fetcher
-        (``_iterator`` holds them last-first), so positions, commits and the next ``getmany``
-        start at the first record not yielded."""
         if self._iterator:
-            self._fetcher.unread(self._iterator[::-1])
+            self._fetcher.unread(self._unyielded())
             self._iterator = []
+
+    def _unyielded(self) -> list[ConsumerRecord]:
+        return self._iterator[::-1]  # _iterator holds them last-first
 
     def _kick(self) -> None:
         if self._need_fetch is not None:

@@ -50,15 +50,9 @@ class Consumer(core.ConsumerCore):
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member)
 
-    # -- consumer groups (the rest: ConsumerCore) --------------------------------------------
-    def _consumed(self) -> dict[TopicPartition, int]:
-        return core.consumed_offsets(
-            self._fetcher.positions, self._iter_records[self._iter_index() :]
-        )
-
-    def _iter_index(self) -> int:
-        """How many of ``_iter_records`` were yielded."""
-        return len(self._iter_records) - self._iter_it.__length_hint__()  # type: ignore[attr-defined]
+    def _unyielded(self) -> list[ConsumerRecord]:
+        left = self._iter_it.__length_hint__()  # type: ignore[attr-defined]
+        return self._iter_records[len(self._iter_records) - left :]
 
     # -- polling -------------------------------------------------------------------------------
     def poll(
@@ -173,14 +167,11 @@ class Consumer(core.ConsumerCore):
         return True
 
     def _rewind(self) -> None:
-        """Give the records drained for iteration but not yet yielded back to the fetcher,
-        so positions (and the next poll) start at the first record not yielded."""
-        records = self._iter_records
-        index = self._iter_index()
-        if index < len(records):
-            self._fetcher.unread(records[index:])
+        unyielded = self._unyielded()
+        if unyielded:
+            self._fetcher.unread(unyielded)
         # exhaust the iterator in place: a running ``for`` loop holds it (see __iter__)
-        self._iter_it.__setstate__(len(records))  # type: ignore[attr-defined]
+        self._iter_it.__setstate__(len(self._iter_records))  # type: ignore[attr-defined]
         self._iter_records = []
         self._iter_it = iter(self._iter_records)
 

@@ -24,11 +24,7 @@ from odradek.client.ops import Op, list_offsets_op, metadata_op
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.protocol import messages as m
 
-__all__ = [
-    "ConsumerCore",
-    "consumed_offsets",
-    "offsets_op",
-]
+__all__ = ["ConsumerCore", "offsets_op"]
 
 
 class ConsumerCore:
@@ -95,15 +91,26 @@ class ConsumerCore:
         raise NotImplementedError
 
     def _rewind(self) -> None:
-        """Give records drained for iteration but not handed out back to the fetcher."""
+        """Give the records drained for iteration but not handed out yet back to the fetcher,
+        so positions, commits and the next poll start at the first of them."""
         raise NotImplementedError
 
     def _kick(self) -> None:
         """The assignment or a position changed: the async face's fetch task looks again."""
 
-    def _consumed(self) -> dict[TopicPartition, int]:
-        """What to commit: the positions, before the records not handed out yet."""
+    def _unyielded(self) -> list[ConsumerRecord]:
+        """The records drained for iteration but not handed out yet, in order."""
         raise NotImplementedError
+
+    def _consumed(self) -> dict[TopicPartition, int]:
+        """What to commit: each partition's position, moved back to its first record drained
+        for iteration but not yet handed to the application."""
+        out = {tp: pos for tp, pos in self._fetcher.positions.items() if pos is not None}
+        for record in self._unyielded():
+            tp = TopicPartition(record.topic, record.partition)
+            if tp in out and record.offset < out[tp]:
+                out[tp] = record.offset
+        return out
 
     def _member(self) -> GroupMember:
         if self._group is None:
@@ -238,19 +245,6 @@ class ConsumerCore:
         """The partitions of ``topic``, ``None`` if it does not exist."""
         info = (yield from metadata_op([topic])).topics.get(topic)
         return None if info is None or info.error_code else set(info.partitions)
-
-
-def consumed_offsets(
-    positions: Mapping[TopicPartition, int | None], unyielded: Iterable[ConsumerRecord] = ()
-) -> dict[TopicPartition, int]:
-    """What to commit: each partition's position, moved back to the first record that was
-    drained from the fetcher but not yet handed to the application (iteration buffers)."""
-    out = {tp: pos for tp, pos in positions.items() if pos is not None}
-    for record in unyielded:
-        tp = TopicPartition(record.topic, record.partition)
-        if tp in out and record.offset < out[tp]:
-            out[tp] = record.offset
-    return out
 
 
 _CALLBACKS = ("on_assigned", "on_revoked")
