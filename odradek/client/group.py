@@ -190,7 +190,6 @@ class GroupMember:
             yield from self._revoke_op(set(self.assignment))
         failures = 0
         self.joining = True
-        done = False
         try:
             while True:
                 self.rejoin_needed = False  # a heartbeat may set it again meanwhile
@@ -206,11 +205,11 @@ class GroupMember:
                     failures += 1
                     if delay_s:
                         yield Sleep(delay_s)
-            done = True
+        except BaseException:  # abandoned (cancelled, interrupted, fatal): join again next time
+            self.rejoin_needed = True
+            raise
         finally:
             self.joining = False
-            if not done:  # abandoned (cancelled, interrupted, fatal): join again next time
-                self.rejoin_needed = True
         revoked = self.assignment - new
         if revoked:  # cooperative: only what moved away
             yield from self._revoke_op(revoked)

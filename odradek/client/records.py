@@ -8,9 +8,8 @@ apart by the magic byte at offset 16. The bytes may end in a partial entry (the 
 ``partition_max_bytes``); :class:`BatchCursor` stops before it and reports where it stopped.
 
 A v2 batch is checked at once but its :class:`ConsumerRecord` tuples are built only as they
-are taken (``take(n)``, a chunk at a time), so few records are alive at once (each is a
-GC-tracked tuple; see :class:`odradek.client.record_decoder.DecodedRecords`). Its body is
-decoded by :data:`decode_body`: the C decoder, ``odradek.client._record_decoder`` (its
+are taken (``take(n)``: :class:`odradek.client.record_decoder.DecodedRecords` says why). Its
+body is decoded by :data:`decode_body`: the C decoder, ``odradek.client._record_decoder`` (its
 ``Records``), when it was built and ``NO_ODRADEK_EXTENSIONS`` is not set
 (:mod:`odradek.client.native`); else its pure-Python twin,
 :func:`odradek.client.record_decoder.decode_columns`, with the same records and the same errors.
