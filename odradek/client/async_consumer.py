@@ -52,9 +52,9 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     # -- lifetime ----------------------------------------------------------------------------
     @asynccontextmanager
     async def _running(self) -> AsyncIterator[None]:
-        """The consumer's lifetime: its fetch task (and group task) run in a task group entered
-        with ``async with``; on the way out they are cancelled, then the group member commits
-        (with auto-commit) and leaves, then the connection closes."""
+        """The consumer's lifetime (:mod:`odradek.client.lifetime`). On the way out its fetch
+        task (and group task) are cancelled, then the group member commits (with auto-commit)
+        and leaves, then the connection closes."""
         entered = False
         try:
             await self._client.connection()
