@@ -595,24 +595,32 @@ def test_malformed_records() -> None:
     zero, null = encode_varint(0), encode_varint(-1)
     good = record_bytes(b"\x00", zero, zero, null, null, zero)
     assert decode_records(batch_with_body(good, 1)) == [Record(0, 0, None, None)]
-    cases = {
-        "trailing bytes": (good + b"\x00", 1),
-        "does not fit": (good[:-1], 1),
-        "declares": (record_bytes(b"\x00", zero, zero, null, null, zero, b"\x00"), 1),
-        "header key is not valid UTF-8": (
+    past_the_batch = "a record runs past the batch"
+    cases = [
+        ("1 bytes left after 1 records", good + b"\x00", 1),
+        (past_the_batch, good[:-1], 1),
+        (
+            "record 0: its length disagrees with its fields",
+            record_bytes(b"\x00", zero, zero, null, null, zero, b"\x00"),
+            1,
+        ),
+        (
+            "record 0: header key is not UTF-8",
             record_bytes(b"\x00", zero, zero, null, null, encode_varint(1), b"\x02\xff", null),
             1,
         ),
-        "invalid record header count": (
+        (
+            "record 0: invalid header count -2",
             record_bytes(b"\x00", zero, zero, null, null, encode_varint(-2)),
             1,
         ),
-        "invalid record header key length": (
+        (
+            "record 0: invalid header key length -1",
             record_bytes(b"\x00", zero, zero, null, null, encode_varint(1), null, null),
             1,
         ),
-        "bad varint": (good + b"\x80", 2),
-    }
-    for message, (body, count) in cases.items():
+        (past_the_batch, good + b"\x80", 2),
+    ]
+    for message, body, count in cases:
         with pytest.raises(CorruptRecordError, match=message):
             decode_records(batch_with_body(body, count))
