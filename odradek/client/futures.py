@@ -21,7 +21,7 @@ import anyio
 from odradek.client.accumulator import Batch
 from odradek.client.types import RecordMetadata
 
-__all__ = ["DeliveryHandle", "FailedFuture", "RecordFuture", "record_future"]
+__all__ = ["DeliveryHandle", "FailedFuture", "RecordFuture", "batch_done", "record_future"]
 
 
 class RecordFuture(Future):  # type: ignore[type-arg]
@@ -158,13 +158,18 @@ class DeliveryHandle:
         if batch is None:
             assert self._error is not None
             raise self._error
-        if not batch.is_done:
-            event = anyio.Event()
-            batch.add_done_callback(lambda _: event.set())
-            await event.wait()
+        await batch_done(batch)
         if batch.error is not None:
             raise batch.error
         return batch.metadata(self._index)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         return self._result().__await__()
+
+
+async def batch_done(batch: Batch) -> None:
+    """Wait until ``batch`` completes (in the calling task; a cancellation leaves it be)."""
+    if not batch.is_done:
+        event = anyio.Event()
+        batch.add_done_callback(lambda _: event.set())
+        await event.wait()

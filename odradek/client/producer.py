@@ -52,7 +52,6 @@ from odradek.client.producer_core import Placed, ProducerCore
 __all__ = ["Producer"]
 
 _monotonic = time.monotonic
-_TAIL_RETRY_S = 0.0002
 
 
 @blocking_face
@@ -74,11 +73,6 @@ class Producer(ProducerCore):
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
-        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
-        self._request_seq = 0
-        self._flushing = 0
-        self._closing = False
-        self._closed = False
         self._sender = threading.Thread(target=self._run_sender, name="odradek-sender", daemon=True)
         self._sender.start()
 
@@ -125,33 +119,28 @@ class Producer(ProducerCore):
             self._wake.notify()
             self._wake.wait(remaining)
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock, self._append_lock:
+            yield
+            self._wake.notify_all()
+
     # -- sender thread -----------------------------------------------------------------------
     def _run_sender(self) -> None:
-        acc = self._acc
-        cfg = self.config
         while True:
-            stale = None
             with self._lock:
                 while True:
                     now = _monotonic()
                     stale = self._stale_connection(now)
                     if stale is not None:
-                        batches = []
                         break
-                    draining = self._flushing > 0 or self._closing
                     with self._append_lock:
-                        closed_all = acc.close_expired(now, force=draining)
-                        batches = []
-                        if len(self._in_flight) < cfg.max_in_flight:
-                            batches = acc.take_ready(now, cfg.max_request_size)
-                        finished = self._closing and not acc.unfinished()
-                        wakeup = acc.next_wakeup_s(now)
-                    if not closed_all:  # a due tail was being appended to: block briefly
-                        wakeup = _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+                        decision = self._sender_round(now)
+                    if decision is None:
+                        return
+                    batches, refresh, wakeup = decision
                     if batches:
                         break
-                    if finished and not self._in_flight:
-                        return
                     if self._in_flight:
                         wakeup = min(wakeup or 0.05, 0.05)  # watch request timeouts
                     self._wake.wait(wakeup)
@@ -159,9 +148,8 @@ class Producer(ProducerCore):
                 stale.close()
                 continue
             self._send_batches(batches)
-            stale_topics = self._metadata.due(_monotonic())
-            if stale_topics is not None:
-                self._client.run(self._refresh_op(stale_topics))
+            if refresh is not None:
+                self._client.run(refresh)
 
     def _send_batches(self, batches: list[Batch]) -> None:
         request, raw = self._produce_request(batches)
@@ -174,9 +162,7 @@ class Producer(ProducerCore):
             self._complete(batches, None, None)
             return
         with self._lock:
-            self._request_seq += 1
-            seq = self._request_seq
-            self._in_flight[seq] = (_monotonic(), batches)
+            seq = self._track(batches)
         future.add_done_callback(lambda f: self._on_response(seq, f))
 
     def _on_response(self, seq: int, future: Future[Any]) -> None:
@@ -195,51 +181,30 @@ class Producer(ProducerCore):
             return self._client.open_connection()
         return None
 
-    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        """Settle batches from a response (or a connection error); re-queue retriable ones."""
-        retry, freed = self._settle(batches, response, error, retry_ok=not self._closed)
-        with self._lock, self._append_lock:
-            self._acc.settle(retry, freed)
-            self._wake.notify_all()
-
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Send every record queued so far and wait until each is acknowledged or failed.
         Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
-        with self._lock, self._append_lock:
-            pending = [
-                *self._acc.unfinished(),
-                *(b for _, bs in self._in_flight.values() for b in bs),
-            ]
-            self._flushing += 1
-            self._wake.notify_all()
-        try:
+        with self._flush_pending() as pending:
             # each batch's first record's future: concurrent.futures.wait makes them real ones
             if wait([record_future(batch, 0) for batch in pending], timeout).not_done:
                 raise KafkaTimeoutError(f"flush did not complete in {timeout} s")
-        finally:
-            with self._lock:
-                self._flushing -= 1
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to ``timeout`` seconds), then stop. Records still
         undelivered after the timeout fail with :class:`KafkaTimeoutError`."""
         if self._closed:
             return
-        with self._lock, self._append_lock:
+        with self._locked():
             self._closing = True
             self._appender.closed = True
-            self._wake.notify_all()
         self._sender.join(timeout)
         self._closed = True
         if self._sender.is_alive():
-            with self._lock, self._append_lock:
-                stranded = [
-                    *self._acc.drain(),
-                    *(b for _, bs in self._in_flight.values() for b in bs),
-                ]
+            with self._locked():
+                stranded = self._pending()
+                self._acc.drain()
                 self._in_flight.clear()
-                self._wake.notify_all()
             for batch in stranded:
                 batch.complete(error=KafkaTimeoutError("producer closed before delivery"))
             self._sender.join(5)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
@@ -33,6 +34,7 @@ __all__ = [
 Headers = list[tuple[str, bytes | None]] | None
 #: a record ready for the accumulator: topic, partition, key, value, timestamp, headers, size
 Placed = tuple[str, int, bytes | None, bytes | None, int, Headers, int]
+_TAIL_RETRY_S = 0.0002
 
 
 def as_bytes(data: Any, what: str) -> bytes:
@@ -110,6 +112,8 @@ def handle_produce_response(
 
     ``response`` is ``None`` with ``error`` for a failed request, and ``None`` without an error
     for acks=0 (the batches complete with offset -1)."""
+    if response is not None and response.error_code:  # the whole request failed
+        error = for_code(response.error_code, response.error_message)
     if error is not None:
         for batch in batches:
             yield batch, error
@@ -120,11 +124,6 @@ def handle_produce_response(
             yield batch, None
         return
     assert isinstance(response, m.ProduceResponse)
-    if response.error_code:
-        top = for_code(response.error_code, response.error_message)
-        for batch in batches:
-            yield batch, top
-        return
     results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
     for batch in batches:
         part = results.get(batch.tp)
@@ -186,6 +185,7 @@ class ProducerCore:
 
     _client_type: Any  # the face's client class: Client or AsyncClient
     _delivery_type: type  # what send() returns per record: RecordFuture or DeliveryHandle
+    _closed = False  # set by Producer.close(): answers arriving after it retry nothing
 
     @options_of(ProducerConfig)
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
@@ -211,6 +211,11 @@ class ProducerCore:
         # closed (every record takes the face's _queue) while the producer does not run
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
         self._tail_append = self._appender.append
+        # the sender's state, changed under the face's _locked() (see _sender_round)
+        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}  # seq -> (sent at, batches)
+        self._request_seq = 0
+        self._flushing = 0  # flush() calls under way: every open batch is closed at once
+        self._closing = False
         self._init_face()
 
     def send(
@@ -353,23 +358,75 @@ class ProducerCore:
             timeout_ms=self.config.request_timeout_ms,
         )
 
-    def _settle(
-        self, batches: list[Batch], response: Any, error: BaseException | None, retry_ok: bool
-    ) -> tuple[list[Batch], int]:
+    # -- the sender (sans-I/O: each face drives it, under its _locked()) ---------------------
+    def _locked(self) -> AbstractContextManager[None]:
+        """The face's guard of the accumulator and the sender's state, held while they change;
+        it wakes the sender (and whoever waits for buffer memory) on the way out."""
+        raise NotImplementedError
+
+    def _sender_round(
+        self, now_s: float
+    ) -> tuple[list[Batch], Op[None] | None, float | None] | None:
+        """What the sender does next: close the batches whose ``linger_ms`` passed (every one
+        while flushing or closing), then, if fewer than ``max_in_flight`` requests are out,
+        take the batches of the next Produce request (at most one per partition: see
+        ``Accumulator.take_ready``). Returns ``(batches, refresh, wait_s)``: send ``batches``
+        if there are any, then run ``refresh`` unless it is ``None`` (the metadata refresh,
+        when due: :class:`TopicPartitionCounts`); else wait ``wait_s`` seconds (``None``:
+        until woken) before the next round. ``None`` once the producer is closing and nothing
+        is left to send or to await: the sender stops."""
+        acc = self._acc
+        cfg = self.config
+        closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
+        if len(self._in_flight) < cfg.max_in_flight:
+            batches = acc.take_ready(now_s, cfg.max_request_size)
+            if batches:
+                topics = self._metadata.due(now_s)
+                return batches, None if topics is None else self._refresh_op(topics), 0.0
+        if self._closing and not self._in_flight and not acc.unfinished():
+            return None
+        if not closed_all:  # a due tail was being appended to: try again soon
+            return [], None, _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+        return [], None, acc.next_wakeup_s(now_s)
+
+    def _track(self, batches: list[Batch]) -> int:
+        """Count the request of ``batches`` in flight from now; its key in ``_in_flight``."""
+        self._request_seq += 1
+        self._in_flight[self._request_seq] = (time.monotonic(), batches)
+        return self._request_seq
+
+    def _pending(self) -> list[Batch]:
+        """Every batch not completed yet: open, ready or in flight."""
+        return [*self._acc.unfinished(), *(b for _, bs in self._in_flight.values() for b in bs)]
+
+    @contextmanager
+    def _flush_pending(self) -> Iterator[list[Batch]]:
+        """While it is open the sender closes every batch at once (a flush): yields the
+        batches to wait for, every one not completed yet."""
+        with self._locked():
+            self._flushing += 1
+            pending = self._pending()
+        try:
+            yield pending
+        finally:
+            with self._locked():
+                self._flushing -= 1
+
+    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
         """Complete ``batches`` from a response (or a request error): every batch succeeds,
-        fails, or (``retry_ok`` and :func:`retry_at_s` allows it) is given a retry time.
-        Returns the batches to re-queue and the bytes the others freed (the face applies both,
-        under its locks if it has any)."""
+        fails, or (if :func:`retry_at_s` allows it and the producer is not closed) goes back
+        to the front of the ready queue; the bytes of the others are freed."""
         retry: list[Batch] = []
         freed_bytes = 0
         now_s = time.monotonic()
         for batch, outcome in handle_produce_response(batches, response, error):
             if outcome is not None:
-                at_s = retry_at_s(self.config, batch, outcome, now_s) if retry_ok else None
+                at_s = None if self._closed else retry_at_s(self.config, batch, outcome, now_s)
                 if at_s is not None:
                     batch.retry_at_s = at_s
                     retry.append(batch)
                     continue
                 batch.complete(error=outcome)
             freed_bytes += batch.size_bytes
-        return retry, freed_bytes
+        with self._locked():
+            self._acc.settle(retry, freed_bytes)
