@@ -26,9 +26,9 @@ record that does not fit it (:meth:`Accumulator.retire_full_tail`), and the open
 sticky partition becomes the tail whenever the topic has none (:meth:`Accumulator.add`).
 ``tail_of`` (guarded by the caller's lock) names each topic's live tail, so a tail held by a
 sender is told apart from no tail.
-Bytes appended lock-free join ``buffered_bytes`` when the batch closes (``accounted_bytes``
-says how many of a batch's bytes already have), and the lock-free path does not wait for
-memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
+Bytes appended lock-free join ``buffered_bytes`` at the batch's next locked append or when it
+closes (``accounted_bytes`` says how many of a batch's bytes already have), and the lock-free
+path does not wait for memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
 exceeded by at most one open batch per topic.
 """
 
@@ -162,23 +162,12 @@ class Accumulator:
         batch = self.open[tp] = Batch(tp, now_s, now_s + self.delivery_timeout_s)
         return batch
 
-    def append(
-        self,
-        batch: Batch,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp_ms: int,
-        headers: list[tuple[str, bytes | None]] | None,
-    ) -> int:
-        """Add a record to an open ``batch`` the caller owns, counted in ``buffered_bytes``
-        at once; returns its index in the batch."""
-        records = batch.records
-        before = records.size_bytes
-        index = records.append(value, key, timestamp_ms, headers)
-        added = records.size_bytes - before
-        batch.accounted_bytes += added
-        self.buffered_bytes += added
-        return index
+    def _account(self, batch: Batch) -> None:
+        """Count the bytes of ``batch`` (owned, or closed) not counted yet in
+        ``buffered_bytes``: those of a locked append, and those appended lock-free to a tail."""
+        size = batch.records.size_bytes
+        self.buffered_bytes += size - batch.accounted_bytes
+        batch.accounted_bytes = size
 
     def add(
         self,
@@ -212,7 +201,8 @@ class Accumulator:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
                 self.make_tail(batch)
-        index = self.append(batch, key, value, timestamp_ms, headers)
+        index = batch.records.append(value, key, timestamp_ms, headers)
+        self._account(batch)
         if owned:
             self.tails[topic] = batch
         return batch, index, fresh
@@ -252,12 +242,9 @@ class Accumulator:
         if batch is None:
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
         values, keys, rows = columns
-        records = batch.records
-        first, before = len(records), records.size_bytes
-        end = records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
-        added = records.size_bytes - before
-        batch.accounted_bytes += added
-        self.buffered_bytes += added
+        first = len(batch.records)
+        end = batch.records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
+        self._account(batch)
         if end < len(memoryview(rows).cast("B")) // 8:
             self.close(batch)  # full: the next rows go to a new batch
         return end, batch, first, fresh
@@ -287,8 +274,7 @@ class Accumulator:
                 batch.is_tail = False
                 if self.tail_of.get(batch.tp.topic) is batch:
                     del self.tail_of[batch.tp.topic]
-            self.buffered_bytes += batch.size_bytes - batch.accounted_bytes
-            batch.accounted_bytes = batch.size_bytes
+            self._account(batch)
             self.ready.append(batch)
             self._on_batch_closed(batch.tp, len(batch))
 
