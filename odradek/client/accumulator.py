@@ -28,8 +28,8 @@ sticky partition becomes the tail whenever the topic has none (:meth:`Accumulato
 sender is told apart from no tail.
 Bytes appended lock-free join ``buffered_bytes`` at the batch's next locked append or when it
 closes (``accounted_bytes`` says how many of a batch's bytes already have), and the lock-free
-path does not wait for memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
-exceeded by at most one open batch per topic.
+path does not wait for memory (the locked path does, before it opens a batch): the
+``buffer_memory`` bound is thus exceeded by at most one open batch per topic.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """The async producer (anyio), aiokafka-style: ``await start()`` / ``await stop()`` or
 ``async with``; ``fut = await p.send(...)`` then ``md = await fut``; ``await send_and_wait``.
 
-Configuration, partitioning, record checks, the retry decision and the handling of Produce
-responses are :class:`~odradek.client.producer_core.ProducerCore`'s, the blocking producer's too
-(the same :class:`~odradek.client.accumulator.Accumulator`). A sender task in the
-producer's own task group closes lingering batches and sends Produce requests, each in a task
-of its own (up to ``max_in_flight_requests_per_connection``). The task group is entered with
-``async with`` (``_running``); ``async with AsyncProducer(...)`` holds it open, and so do
-``start()`` / ``stop()``, which must then be called from the same task.
+What it does (batching, partitioning, retries, errors) is
+:class:`~odradek.client.producer_core.ProducerCore`'s (see its module), the blocking producer's
+too. A sender task in the producer's own task group (entered in ``_running``: see
+:class:`~odradek.client.lifetime.AsyncLifetime`) runs ``ProducerCore._sender_round`` and sends
+each Produce request in a task of its own.
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
-"""The blocking producer: thread-safe ``send()``, batching per partition, a sender thread.
-Configuration, partitioning, record checks, retry decisions and response handling are
-:class:`~odradek.client.producer_core.ProducerCore`'s (the async producer's too).
+"""The blocking producer: thread-safe ``send()`` and a sender thread. What it does (batching,
+partitioning, retries, errors) is :class:`~odradek.client.producer_core.ProducerCore`'s (see
+its module), the async producer's too; this face adds threads and locks:
 
-``send()`` (any thread) picks the partition, appends the record to the partition's open batch
-and returns a :class:`~odradek.client.futures.RecordFuture`. A null-key record without headers
-or timestamp for the default (sticky) partitioner takes no lock: ``send`` hands it to
-``TailAppender.append`` (:mod:`odradek.client.record_buffer`: C where built), which appends it
-to the topic's *tail* batch, owned for the moment of the append by popping it from a dict (see
-:mod:`odradek.client.accumulator`); other records take a narrow append lock. The sender thread
-closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
-sends one Produce request at a time holding at most one batch per partition, with up to
-``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
-complete the batches (the reader thread runs the completion).
-
-Choices (documented defaults): ``batch_size`` = 1 MiB of estimated record bytes per batch
-(big batches keep the per-record cost low; the broker's ``message.max.bytes`` is ~1 MiB, so a
-batch is also capped at ``max_request_size``), ``buffer_memory`` = 32 MiB (``send()`` blocks
-up to ``max_block_ms`` when more is buffered).
-
-Errors: a retriable error or a lost connection re-queues the batch ahead of later batches of
-its partition, after ``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``, while the
-batch is younger than ``delivery_timeout_ms`` and has had fewer than ``retries`` retries;
-otherwise, and for non-retriable errors, every record's future fails with the error. With
-several requests in flight a retry may reorder records of a partition (as Kafka without
-idempotence). A request unanswered after ``request_timeout_ms`` closes the connection (its
-batches are then retried). Topic metadata errors (unknown topic with auto-creation off, an
-invalid name) fail the record's future; an unknown topic is retried until ``max_block_ms``.
-
-``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+- ``send()`` (any thread) returns a :class:`~odradek.client.futures.RecordFuture`. A null-key
+  record without headers or timestamp for the default (sticky) partitioner takes no lock (the
+  lock-free tail: :mod:`odradek.client.accumulator`); other records take ``_append_lock``.
+- ``_lock`` (with its condition ``_wake``) guards the sender's state, ``_append_lock`` the
+  accumulator; a thread that needs both takes ``_lock`` first.
+- The sender thread runs ``ProducerCore._sender_round`` under both locks, then sends the
+  request outside them, pipelined on the connection; it closes the connection when a request
+  waits longer than ``request_timeout_ms``.
 """
 
 from __future__ import annotations

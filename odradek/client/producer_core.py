@@ -1,7 +1,22 @@
 """Producer logic shared by the blocking and async producers, written once and driven by both
 (no I/O here): configuration, record checks and placement, waiting for a topic's metadata and
-refreshing it (sans-I/O operations each face drives), the retry decision, and the handling of
-Produce responses."""
+refreshing it (sans-I/O operations each face drives), the sender's decision each round, the
+retry decision, and the handling of Produce responses. Each face adds only its waiting,
+locking and sending (:mod:`odradek.client.producer`, :mod:`odradek.client.async_producer`).
+
+Rules (both faces):
+
+- Batches: per partition, in the :class:`~odradek.client.accumulator.Accumulator`. The
+  default ``batch_size`` is 1 MiB of estimated record bytes (big batches keep the per-record
+  cost low), capped at ``max_request_size`` (the broker's ``message.max.bytes`` is ~1 MiB);
+  ``buffer_memory`` (32 MiB) bounds what is buffered: ``send`` then waits.
+- A Produce request holds at most one batch per partition; up to ``max_in_flight`` are out at
+  once, so a retry may reorder the records of a partition (as Kafka without idempotence).
+- A retriable error or a lost connection puts a batch back ahead of the later batches of its
+  partition, while :func:`retry_at_s` allows it; otherwise every record of the batch fails
+  with the error. A request unanswered after ``request_timeout_ms`` closes the connection
+  (its batches are retried).
+"""
 
 from __future__ import annotations
 
@@ -175,12 +190,8 @@ class ProducerCore:
     Raises:
       ValueError: a bad option (:class:`~.config.ProducerConfig`, the partitioner).
 
-    ``send`` raises ``TypeError`` for a key or value that is not ``bytes``, ``bytearray``,
-    ``memoryview`` or ``None``, and :class:`~odradek.client.errors.KafkaError` once the
-    producer is closed; every other error (unknown or invalid topic, partition out of range,
-    record too large, a failed or timed-out delivery) is the record's delivery result.
-    ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
-    The options are kept, validated, in :attr:`config` (a :class:`~.config.ProducerConfig`).
+    What ``send`` raises, and what fails a record's delivery instead: :meth:`send`. The
+    options are kept, validated, in :attr:`config` (a :class:`~.config.ProducerConfig`).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
@@ -206,9 +217,8 @@ class ProducerCore:
             compression=cfg.compression_type,
             on_batch_closed=self._on_batch_closed,
         )
-        # send()'s lock-free path into the C record buffer (client.record_buffer): appends a
-        # null-key record to its topic's tail batch and returns the face's delivery object;
-        # closed (every record takes the face's _queue) while the producer does not run
+        # send()'s lock-free tail append (client.record_buffer); closed (every record takes the
+        # face's _queue) while the producer does not run
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
         self._tail_append = self._appender.append
         # the sender's state, changed under the face's _locked() (see _sender_round)
@@ -232,11 +242,14 @@ class ProducerCore:
         ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
         an awaitable: ``await producer.send(...)`` queues the record and gives a
         :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
+        ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
 
         ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
         ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
-        bytes-like or ``None``, :class:`KafkaError` if the producer is closed (or, async, not
-        started); every other error is the record's delivery result (see the class doc)."""
+        ``bytes``, ``bytearray``, ``memoryview`` or ``None``, :class:`KafkaError` if the
+        producer is closed (or, async, not started); every other error (unknown or invalid
+        topic, partition out of range, record too large, a failed or timed-out delivery) is
+        the record's delivery result."""
         if key is None and partition is None and timestamp_ms is None and headers is None:
             delivery = self._tail_append(topic, value)  # TailAppender.append: C, lock-free
             if delivery is not None:
