@@ -193,7 +193,7 @@ class Accumulator:
         fresh = False
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
-                self.close(batch)  # a tail we own is closed with it: the new batch is not one
+                self.close(batch, owned)  # a tail we own is closed: the new batch is not one
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
             fresh = True
             owned = False
@@ -213,10 +213,7 @@ class Accumulator:
         batch = self.tail_of.get(topic)
         if batch is None or batch.size_bytes + size <= self.batch_size:
             return False
-        if not self.own_tail(batch):
-            return False  # held by a lock-free append: it will be found full again
-        self.close(batch)
-        return True
+        return self.close(batch)  # False while a lock-free append holds it: found full again
 
     def add_columns(
         self,
@@ -234,9 +231,8 @@ class Accumulator:
         new record, fresh)``, or ``None`` while another thread holds the tail (try again)."""
         batch = self.open.get((topic, partition))
         if batch is not None and batch.is_tail:
-            if not self.own_tail(batch):
+            if not self.close(batch):
                 return None
-            self.close(batch)
             batch = None
         fresh = batch is None
         if batch is None:
@@ -266,8 +262,11 @@ class Accumulator:
             self.tails[batch.tp.topic] = got
         return False
 
-    def close(self, batch: Batch) -> None:
-        """Close an open batch (a tail must be owned: see :meth:`own_tail`)."""
+    def close(self, batch: Batch, owned: bool = False) -> bool:
+        """Close an open batch, owning it first if it is a tail (:meth:`own_tail`) the caller
+        does not own (``owned``); ``False`` (nothing done) while another thread holds it."""
+        if batch.is_tail and not owned and not self.own_tail(batch):
+            return False
         if self.open.get(batch.tp) is batch:
             del self.open[batch.tp]
             if batch.is_tail:
@@ -277,6 +276,7 @@ class Accumulator:
             self._account(batch)
             self.ready.append(batch)
             self._on_batch_closed(batch.tp, len(batch))
+        return True
 
     def close_expired(self, now_s: float, force: bool) -> bool:
         """Close every open batch whose linger passed (all of them when ``force``). Returns
@@ -284,11 +284,8 @@ class Accumulator:
         linger = self.linger_s
         closed_all = True
         for batch in list(self.open.values()):
-            if force or now_s - batch.created_s >= linger:
-                if batch.is_tail and not self.own_tail(batch):
-                    closed_all = False
-                    continue
-                self.close(batch)
+            if (force or now_s - batch.created_s >= linger) and not self.close(batch):
+                closed_all = False
         return closed_all
 
     def next_wakeup_s(self, now_s: float) -> float | None:
@@ -337,14 +334,12 @@ class Accumulator:
     def unfinished(self) -> list[Batch]:
         return [*self.open.values(), *self.ready]
 
-    def drain(self) -> list[Batch]:
-        """Forget every batch not sent yet (the producer gives up on them); returns them."""
-        stranded = self.unfinished()
+    def drain(self) -> None:
+        """Forget every batch not sent yet (the producer gives up on them)."""
         self.open.clear()
         self.tails.clear()
         self.tail_of.clear()
         self.ready.clear()
-        return stranded
 
 
 def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> list[Buffer]:

@@ -79,27 +79,25 @@ class Producer(ProducerCore):
     def _appending(self) -> Iterator[None]:
         """Wait while ``buffer_memory`` is full (up to ``max_block_ms``), then hold the
         append lock; raises :class:`KafkaError` once the producer is closing."""
-        if self._acc.buffered_bytes >= self.config.buffer_memory:
+        cfg = self.config
+        if self._acc.buffered_bytes >= cfg.buffer_memory:
             with self._lock:
-                self._wait_for_memory()
+                deadline = _monotonic() + cfg.max_block_ms / 1000
+                while self._acc.buffered_bytes >= cfg.buffer_memory:
+                    remaining = deadline - _monotonic()
+                    if remaining <= 0:
+                        raise KafkaTimeoutError(
+                            f"buffer_memory of {cfg.buffer_memory} bytes full for "
+                            f"{cfg.max_block_ms} ms"
+                        )
+                    self._wake.notify()
+                    self._wake.wait(remaining)
         with self._append_lock:
             if self._closing:
                 raise KafkaError("producer is closed")
             yield
 
     send_columns = column_send.send_columns
-
-    def _wait_for_memory(self) -> None:
-        deadline = _monotonic() + self.config.max_block_ms / 1000
-        while self._acc.buffered_bytes >= self.config.buffer_memory:
-            remaining = deadline - _monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"buffer_memory of {self.config.buffer_memory} bytes full for "
-                    f"{self.config.max_block_ms} ms"
-                )
-            self._wake.notify()
-            self._wake.wait(remaining)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
