@@ -13,7 +13,7 @@ Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 ``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
 *front* of the ready queue (ahead of later batches of its partition) until its delivery
 deadline. Completion runs the batch's callbacks exactly once; record futures
-(:mod:`odradek.client.futures`) derive their :class:`RecordMetadata` from the batch.
+(:mod:`odradek.client.futures`) read their result from the batch (:meth:`Batch.result`).
 
 Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
 be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
@@ -123,7 +123,11 @@ class Batch:
         for fn in callbacks:
             fn(self)
 
-    def metadata(self, index: int) -> RecordMetadata:
+    def result(self, index: int) -> RecordMetadata:
+        """The metadata of record ``index`` of the completed batch; raises its error if it
+        failed."""
+        if self.error is not None:
+            raise self.error
         key_size, value_size = self.records.sizes(index)
         return RecordMetadata(
             self.tp.topic,

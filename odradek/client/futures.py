@@ -68,7 +68,7 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         if batch.error is not None:
             self.set_exception(batch.error)
         else:
-            self.set_result(batch.metadata(self._index))
+            self.set_result(batch.result(self._index))
 
     # -- the Future API, straight from the batch (delivery cannot be cancelled) -------------
     def cancel(self) -> bool:
@@ -87,9 +87,7 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         batch = self._batch
         if not batch.is_done:
             _wait_for(batch, timeout)
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
+        return batch.result(self._index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         batch = self._batch
@@ -159,9 +157,7 @@ class DeliveryHandle:
             assert self._error is not None
             raise self._error
         await batch_done(batch)
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
+        return batch.result(self._index)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         return self._result().__await__()
