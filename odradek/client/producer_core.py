@@ -64,10 +64,11 @@ class TopicPartitionCounts:
     """The producer's metadata cache: the partition count of every topic it has sent to.
 
     Refreshed every ``metadata_max_age_ms`` (Kafka's ``metadata.max.age.ms``) so that
-    partitions added while the producer runs get records: the driver asks :meth:`due` after
-    sending, and if it answers, asks the broker about :attr:`counts`' topics and hands the
-    answer to :meth:`update`. Not thread-safe by itself: the blocking producer calls it from
-    its sender thread (``send`` only reads :attr:`counts`), the async one from its tasks."""
+    partitions added while the producer runs get records: the sender asks :meth:`due` as it
+    takes a request (``ProducerCore._sender_round``), and if it answers, asks the broker about
+    :attr:`counts`' topics after sending and hands the answer to :meth:`update`. Not
+    thread-safe by itself: the blocking producer calls it from its sender thread (``send``
+    only reads :attr:`counts`), the async one from its tasks."""
 
     __slots__ = ("counts", "max_age_s", "refreshed_at_s")
 
