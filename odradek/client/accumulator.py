@@ -13,7 +13,7 @@ Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 ``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
 *front* of the ready queue (ahead of later batches of its partition) until its delivery
 deadline. Completion runs the batch's callbacks exactly once; record futures
-(:mod:`odradek.client.futures`) derive their :class:`RecordMetadata` from the batch.
+(:mod:`odradek.client.futures`) read their result from the batch (:meth:`Batch.result`).
 
 Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
 be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
@@ -26,10 +26,10 @@ record that does not fit it (:meth:`Accumulator.retire_full_tail`), and the open
 sticky partition becomes the tail whenever the topic has none (:meth:`Accumulator.add`).
 ``tail_of`` (guarded by the caller's lock) names each topic's live tail, so a tail held by a
 sender is told apart from no tail.
-Bytes appended lock-free join ``buffered_bytes`` when the batch closes (``accounted_bytes``
-says how many of a batch's bytes already have), and the lock-free path does not wait for
-memory (the locked path does, before it opens a batch): the ``buffer_memory`` bound is thus
-exceeded by at most one open batch per topic.
+Bytes appended lock-free join ``buffered_bytes`` at the batch's next locked append or when it
+closes (``accounted_bytes`` says how many of a batch's bytes already have), and the lock-free
+path does not wait for memory (the locked path does, before it opens a batch): the
+``buffer_memory`` bound is thus exceeded by at most one open batch per topic.
 """
 
 from __future__ import annotations
@@ -123,7 +123,11 @@ class Batch:
         for fn in callbacks:
             fn(self)
 
-    def metadata(self, index: int) -> RecordMetadata:
+    def result(self, index: int) -> RecordMetadata:
+        """The metadata of record ``index`` of the completed batch; raises its error if it
+        failed."""
+        if self.error is not None:
+            raise self.error
         key_size, value_size = self.records.sizes(index)
         return RecordMetadata(
             self.tp.topic,
@@ -162,23 +166,12 @@ class Accumulator:
         batch = self.open[tp] = Batch(tp, now_s, now_s + self.delivery_timeout_s)
         return batch
 
-    def append(
-        self,
-        batch: Batch,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp_ms: int,
-        headers: list[tuple[str, bytes | None]] | None,
-    ) -> int:
-        """Add a record to an open ``batch`` the caller owns, counted in ``buffered_bytes``
-        at once; returns its index in the batch."""
-        records = batch.records
-        before = records.size_bytes
-        index = records.append(value, key, timestamp_ms, headers)
-        added = records.size_bytes - before
-        batch.accounted_bytes += added
-        self.buffered_bytes += added
-        return index
+    def _account(self, batch: Batch) -> None:
+        """Count the bytes of ``batch`` (owned, or closed) not counted yet in
+        ``buffered_bytes``: those of a locked append, and those appended lock-free to a tail."""
+        size = batch.records.size_bytes
+        self.buffered_bytes += size - batch.accounted_bytes
+        batch.accounted_bytes = size
 
     def add(
         self,
@@ -204,7 +197,7 @@ class Accumulator:
         fresh = False
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
-                self.close(batch)  # a tail we own is closed with it: the new batch is not one
+                self.close(batch, owned)  # a tail we own is closed: the new batch is not one
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
             fresh = True
             owned = False
@@ -212,7 +205,8 @@ class Accumulator:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
                 self.make_tail(batch)
-        index = self.append(batch, key, value, timestamp_ms, headers)
+        index = batch.records.append(value, key, timestamp_ms, headers)
+        self._account(batch)
         if owned:
             self.tails[topic] = batch
         return batch, index, fresh
@@ -223,10 +217,7 @@ class Accumulator:
         batch = self.tail_of.get(topic)
         if batch is None or batch.size_bytes + size <= self.batch_size:
             return False
-        if not self.own_tail(batch):
-            return False  # held by a lock-free append: it will be found full again
-        self.close(batch)
-        return True
+        return self.close(batch)  # False while a lock-free append holds it: found full again
 
     def add_columns(
         self,
@@ -244,20 +235,16 @@ class Accumulator:
         new record, fresh)``, or ``None`` while another thread holds the tail (try again)."""
         batch = self.open.get((topic, partition))
         if batch is not None and batch.is_tail:
-            if not self.own_tail(batch):
+            if not self.close(batch):
                 return None
-            self.close(batch)
             batch = None
         fresh = batch is None
         if batch is None:
             batch = self.new_batch(TopicPartition(topic, partition), now_s)
         values, keys, rows = columns
-        records = batch.records
-        first, before = len(records), records.size_bytes
-        end = records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
-        added = records.size_bytes - before
-        batch.accounted_bytes += added
-        self.buffered_bytes += added
+        first = len(batch.records)
+        end = batch.records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
+        self._account(batch)
         if end < len(memoryview(rows).cast("B")) // 8:
             self.close(batch)  # full: the next rows go to a new batch
         return end, batch, first, fresh
@@ -279,18 +266,21 @@ class Accumulator:
             self.tails[batch.tp.topic] = got
         return False
 
-    def close(self, batch: Batch) -> None:
-        """Close an open batch (a tail must be owned: see :meth:`own_tail`)."""
+    def close(self, batch: Batch, owned: bool = False) -> bool:
+        """Close an open batch, owning it first if it is a tail (:meth:`own_tail`) the caller
+        does not own (``owned``); ``False`` (nothing done) while another thread holds it."""
+        if batch.is_tail and not owned and not self.own_tail(batch):
+            return False
         if self.open.get(batch.tp) is batch:
             del self.open[batch.tp]
             if batch.is_tail:
                 batch.is_tail = False
                 if self.tail_of.get(batch.tp.topic) is batch:
                     del self.tail_of[batch.tp.topic]
-            self.buffered_bytes += batch.size_bytes - batch.accounted_bytes
-            batch.accounted_bytes = batch.size_bytes
+            self._account(batch)
             self.ready.append(batch)
             self._on_batch_closed(batch.tp, len(batch))
+        return True
 
     def close_expired(self, now_s: float, force: bool) -> bool:
         """Close every open batch whose linger passed (all of them when ``force``). Returns
@@ -298,11 +288,8 @@ class Accumulator:
         linger = self.linger_s
         closed_all = True
         for batch in list(self.open.values()):
-            if force or now_s - batch.created_s >= linger:
-                if batch.is_tail and not self.own_tail(batch):
-                    closed_all = False
-                    continue
-                self.close(batch)
+            if (force or now_s - batch.created_s >= linger) and not self.close(batch):
+                closed_all = False
         return closed_all
 
     def next_wakeup_s(self, now_s: float) -> float | None:
@@ -351,14 +338,12 @@ class Accumulator:
     def unfinished(self) -> list[Batch]:
         return [*self.open.values(), *self.ready]
 
-    def drain(self) -> list[Batch]:
-        """Forget every batch not sent yet (the producer gives up on them); returns them."""
-        stranded = self.unfinished()
+    def drain(self) -> None:
+        """Forget every batch not sent yet (the producer gives up on them)."""
         self.open.clear()
         self.tails.clear()
         self.tail_of.clear()
         self.ready.clear()
-        return stranded
 
 
 def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> list[Buffer]:

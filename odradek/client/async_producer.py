@@ -1,21 +1,19 @@
 """The async producer (anyio), aiokafka-style: ``await start()`` / ``await stop()`` or
 ``async with``; ``fut = await p.send(...)`` then ``md = await fut``; ``await send_and_wait``.
 
-Configuration, partitioning, record checks, the retry decision and the handling of Produce
-responses are :class:`~odradek.client.producer_core.ProducerCore`'s, the blocking producer's too
-(the same :class:`~odradek.client.accumulator.Accumulator`). A sender task in the
-producer's own task group closes lingering batches and sends Produce requests, each in a task
-of its own (up to ``max_in_flight_requests_per_connection``). The task group is entered with
-``async with`` (``_running``); ``async with AsyncProducer(...)`` holds it open, and so do
-``start()`` / ``stop()``, which must then be called from the same task.
+What it does (batching, partitioning, retries, errors) is
+:class:`~odradek.client.producer_core.ProducerCore`'s (see its module), the blocking producer's
+too. A sender task in the producer's own task group (entered in ``_running``: see
+:class:`~odradek.client.lifetime.AsyncLifetime`) runs ``ProducerCore._sender_round`` and sends
+each Produce request in a task of its own.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -25,7 +23,7 @@ from odradek.client.accumulator import Batch
 from odradek.client.async_client import AsyncClient
 from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
-from odradek.client.futures import DeliveryHandle
+from odradek.client.futures import DeliveryHandle, batch_done
 from odradek.client.lifetime import AsyncLifetime
 from odradek.client.ops import Op
 from odradek.client.producer_core import Placed, ProducerCore
@@ -66,9 +64,6 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
 
     def _init_face(self) -> None:
         self._appender.closed = True  # until started: every send takes _queue (and raises)
-        self._in_flight: list[list[Batch]] = []
-        self._flushing = 0
-        self._closing = False
         self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
         self._wake: anyio.Event | None = None
         self._progress: anyio.Event | None = None
@@ -106,8 +101,11 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         if self._wake is not None:
             self._wake.set()
 
-    def _on_progress(self) -> None:
-        if self._progress is not None:
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        yield  # one thread: nothing to lock
+        self._notify()
+        if self._progress is not None:  # wake the sends waiting for buffer memory
             self._progress.set()
             self._progress = anyio.Event()
 
@@ -139,30 +137,23 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
 
     # -- sender ------------------------------------------------------------------------------
     async def _run_sender(self) -> None:
-        acc = self._acc
-        cfg = self.config
         assert self._tg is not None
         tg = self._tg
         while True:
-            now = _monotonic()
-            acc.close_expired(now, force=self._flushing > 0 or self._closing)
-            if len(self._in_flight) < cfg.max_in_flight:
-                batches = acc.take_ready(now, cfg.max_request_size)
-                if batches:
-                    self._in_flight.append(batches)
-                    tg.start_soon(self._send_batches, batches)
-                    stale_topics = self._metadata.due(now)
-                    if stale_topics is not None:
-                        tg.start_soon(self._client.run, self._refresh_op(stale_topics))
-                    continue
-            if self._closing and not acc.unfinished() and not self._in_flight:
+            decision = self._sender_round(_monotonic())
+            if decision is None:
                 return
-            wakeup = acc.next_wakeup_s(now)
+            batches, refresh, wakeup = decision
+            if batches:
+                tg.start_soon(self._send_batches, self._track(batches), batches)
+                if refresh is not None:
+                    tg.start_soon(self._client.run, refresh)
+                continue
             self._wake = anyio.Event()
             with anyio.move_on_after(wakeup if wakeup is not None else 3600):
                 await self._wake.wait()
 
-    async def _send_batches(self, batches: list[Batch]) -> None:
+    async def _send_batches(self, seq: int, batches: list[Batch]) -> None:
         cfg = self.config
         request, raw = self._produce_request(batches)
         response: Any = None
@@ -176,27 +167,15 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                 raise KafkaConnectionError("Produce request timed out") from None
         except KafkaError as exc:
             error = exc
-        self._in_flight.remove(batches)
+        del self._in_flight[seq]
         self._complete(batches, response, error)
-        self._notify()
-        self._on_progress()
-
-    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        self._acc.settle(*self._settle(batches, response, error, retry_ok=True))
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""
-        pending = [*self._acc.unfinished(), *(b for bs in self._in_flight for b in bs)]
-        self._flushing += 1
-        self._notify()
-        try:
-            with anyio.fail_after(timeout):
-                for batch in pending:
-                    if not batch.is_done:
-                        event = anyio.Event()
-                        batch.add_done_callback(lambda _, e=event: e.set())
-                        await event.wait()
-        except TimeoutError:
-            raise KafkaTimeoutError(f"flush did not complete in {timeout} s") from None
-        finally:
-            self._flushing -= 1
+        with self._flush_pending() as pending:
+            try:
+                with anyio.fail_after(timeout):
+                    for batch in pending:
+                        await batch_done(batch)
+            except TimeoutError:
+                raise KafkaTimeoutError(f"flush did not complete in {timeout} s") from None

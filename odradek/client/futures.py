@@ -21,7 +21,7 @@ import anyio
 from odradek.client.accumulator import Batch
 from odradek.client.types import RecordMetadata
 
-__all__ = ["DeliveryHandle", "FailedFuture", "RecordFuture", "record_future"]
+__all__ = ["DeliveryHandle", "FailedFuture", "RecordFuture", "batch_done", "record_future"]
 
 
 class RecordFuture(Future):  # type: ignore[type-arg]
@@ -68,7 +68,7 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         if batch.error is not None:
             self.set_exception(batch.error)
         else:
-            self.set_result(batch.metadata(self._index))
+            self.set_result(batch.result(self._index))
 
     # -- the Future API, straight from the batch (delivery cannot be cancelled) -------------
     def cancel(self) -> bool:
@@ -87,9 +87,7 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         batch = self._batch
         if not batch.is_done:
             _wait_for(batch, timeout)
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
+        return batch.result(self._index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         batch = self._batch
@@ -158,13 +156,16 @@ class DeliveryHandle:
         if batch is None:
             assert self._error is not None
             raise self._error
-        if not batch.is_done:
-            event = anyio.Event()
-            batch.add_done_callback(lambda _: event.set())
-            await event.wait()
-        if batch.error is not None:
-            raise batch.error
-        return batch.metadata(self._index)
+        await batch_done(batch)
+        return batch.result(self._index)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         return self._result().__await__()
+
+
+async def batch_done(batch: Batch) -> None:
+    """Wait until ``batch`` completes (in the calling task; a cancellation leaves it be)."""
+    if not batch.is_done:
+        event = anyio.Event()
+        batch.add_done_callback(lambda _: event.set())
+        await event.wait()

@@ -1,33 +1,15 @@
-"""The blocking producer: thread-safe ``send()``, batching per partition, a sender thread.
-Configuration, partitioning, record checks, retry decisions and response handling are
-:class:`~odradek.client.producer_core.ProducerCore`'s (the async producer's too).
+"""The blocking producer: thread-safe ``send()`` and a sender thread. What it does (batching,
+partitioning, retries, errors) is :class:`~odradek.client.producer_core.ProducerCore`'s (see
+its module), the async producer's too; this face adds threads and locks:
 
-``send()`` (any thread) picks the partition, appends the record to the partition's open batch
-and returns a :class:`~odradek.client.futures.RecordFuture`. A null-key record without headers
-or timestamp for the default (sticky) partitioner takes no lock: ``send`` hands it to
-``TailAppender.append`` (:mod:`odradek.client.record_buffer`: C where built), which appends it
-to the topic's *tail* batch, owned for the moment of the append by popping it from a dict (see
-:mod:`odradek.client.accumulator`); other records take a narrow append lock. The sender thread
-closes batches whose ``linger_ms`` passed (at once on ``flush``/``close``), encodes them and
-sends one Produce request at a time holding at most one batch per partition, with up to
-``max_in_flight_requests_per_connection`` requests pipelined on the connection. Responses
-complete the batches (the reader thread runs the completion).
-
-Choices (documented defaults): ``batch_size`` = 1 MiB of estimated record bytes per batch
-(big batches keep the per-record cost low; the broker's ``message.max.bytes`` is ~1 MiB, so a
-batch is also capped at ``max_request_size``), ``buffer_memory`` = 32 MiB (``send()`` blocks
-up to ``max_block_ms`` when more is buffered).
-
-Errors: a retriable error or a lost connection re-queues the batch ahead of later batches of
-its partition, after ``retry_backoff_ms`` doubling up to ``retry_backoff_max_ms``, while the
-batch is younger than ``delivery_timeout_ms`` and has had fewer than ``retries`` retries;
-otherwise, and for non-retriable errors, every record's future fails with the error. With
-several requests in flight a retry may reorder records of a partition (as Kafka without
-idempotence). A request unanswered after ``request_timeout_ms`` closes the connection (its
-batches are then retried). Topic metadata errors (unknown topic with auto-creation off, an
-invalid name) fail the record's future; an unknown topic is retried until ``max_block_ms``.
-
-``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+- ``send()`` (any thread) returns a :class:`~odradek.client.futures.RecordFuture`. A null-key
+  record without headers or timestamp for the default (sticky) partitioner takes no lock (the
+  lock-free tail: :mod:`odradek.client.accumulator`); other records take ``_append_lock``.
+- ``_lock`` (with its condition ``_wake``) guards the sender's state, ``_append_lock`` the
+  accumulator; a thread that needs both takes ``_lock`` first.
+- The sender thread runs ``ProducerCore._sender_round`` under both locks, then sends the
+  request outside them, pipelined on the connection; it closes the connection when a request
+  waits longer than ``request_timeout_ms``.
 """
 
 from __future__ import annotations
@@ -52,7 +34,6 @@ from odradek.client.producer_core import Placed, ProducerCore
 __all__ = ["Producer"]
 
 _monotonic = time.monotonic
-_TAIL_RETRY_S = 0.0002
 
 
 @blocking_face
@@ -74,11 +55,6 @@ class Producer(ProducerCore):
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
-        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}
-        self._request_seq = 0
-        self._flushing = 0
-        self._closing = False
-        self._closed = False
         self._sender = threading.Thread(target=self._run_sender, name="odradek-sender", daemon=True)
         self._sender.start()
 
@@ -103,9 +79,19 @@ class Producer(ProducerCore):
     def _appending(self) -> Iterator[None]:
         """Wait while ``buffer_memory`` is full (up to ``max_block_ms``), then hold the
         append lock; raises :class:`KafkaError` once the producer is closing."""
-        if self._acc.buffered_bytes >= self.config.buffer_memory:
+        cfg = self.config
+        if self._acc.buffered_bytes >= cfg.buffer_memory:
             with self._lock:
-                self._wait_for_memory()
+                deadline = _monotonic() + cfg.max_block_ms / 1000
+                while self._acc.buffered_bytes >= cfg.buffer_memory:
+                    remaining = deadline - _monotonic()
+                    if remaining <= 0:
+                        raise KafkaTimeoutError(
+                            f"buffer_memory of {cfg.buffer_memory} bytes full for "
+                            f"{cfg.max_block_ms} ms"
+                        )
+                    self._wake.notify()
+                    self._wake.wait(remaining)
         with self._append_lock:
             if self._closing:
                 raise KafkaError("producer is closed")
@@ -113,45 +99,28 @@ class Producer(ProducerCore):
 
     send_columns = column_send.send_columns
 
-    def _wait_for_memory(self) -> None:
-        deadline = _monotonic() + self.config.max_block_ms / 1000
-        while self._acc.buffered_bytes >= self.config.buffer_memory:
-            remaining = deadline - _monotonic()
-            if remaining <= 0:
-                raise KafkaTimeoutError(
-                    f"buffer_memory of {self.config.buffer_memory} bytes full for "
-                    f"{self.config.max_block_ms} ms"
-                )
-            self._wake.notify()
-            self._wake.wait(remaining)
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock, self._append_lock:
+            yield
+            self._wake.notify_all()
 
     # -- sender thread -----------------------------------------------------------------------
     def _run_sender(self) -> None:
-        acc = self._acc
-        cfg = self.config
         while True:
-            stale = None
             with self._lock:
                 while True:
                     now = _monotonic()
                     stale = self._stale_connection(now)
                     if stale is not None:
-                        batches = []
                         break
-                    draining = self._flushing > 0 or self._closing
                     with self._append_lock:
-                        closed_all = acc.close_expired(now, force=draining)
-                        batches = []
-                        if len(self._in_flight) < cfg.max_in_flight:
-                            batches = acc.take_ready(now, cfg.max_request_size)
-                        finished = self._closing and not acc.unfinished()
-                        wakeup = acc.next_wakeup_s(now)
-                    if not closed_all:  # a due tail was being appended to: block briefly
-                        wakeup = _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+                        decision = self._sender_round(now)
+                    if decision is None:
+                        return
+                    batches, refresh, wakeup = decision
                     if batches:
                         break
-                    if finished and not self._in_flight:
-                        return
                     if self._in_flight:
                         wakeup = min(wakeup or 0.05, 0.05)  # watch request timeouts
                     self._wake.wait(wakeup)
@@ -159,9 +128,8 @@ class Producer(ProducerCore):
                 stale.close()
                 continue
             self._send_batches(batches)
-            stale_topics = self._metadata.due(_monotonic())
-            if stale_topics is not None:
-                self._client.run(self._refresh_op(stale_topics))
+            if refresh is not None:
+                self._client.run(refresh)
 
     def _send_batches(self, batches: list[Batch]) -> None:
         request, raw = self._produce_request(batches)
@@ -174,9 +142,7 @@ class Producer(ProducerCore):
             self._complete(batches, None, None)
             return
         with self._lock:
-            self._request_seq += 1
-            seq = self._request_seq
-            self._in_flight[seq] = (_monotonic(), batches)
+            seq = self._track(batches)
         future.add_done_callback(lambda f: self._on_response(seq, f))
 
     def _on_response(self, seq: int, future: Future[Any]) -> None:
@@ -195,51 +161,30 @@ class Producer(ProducerCore):
             return self._client.open_connection()
         return None
 
-    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        """Settle batches from a response (or a connection error); re-queue retriable ones."""
-        retry, freed = self._settle(batches, response, error, retry_ok=not self._closed)
-        with self._lock, self._append_lock:
-            self._acc.settle(retry, freed)
-            self._wake.notify_all()
-
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Send every record queued so far and wait until each is acknowledged or failed.
         Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
-        with self._lock, self._append_lock:
-            pending = [
-                *self._acc.unfinished(),
-                *(b for _, bs in self._in_flight.values() for b in bs),
-            ]
-            self._flushing += 1
-            self._wake.notify_all()
-        try:
+        with self._flush_pending() as pending:
             # each batch's first record's future: concurrent.futures.wait makes them real ones
             if wait([record_future(batch, 0) for batch in pending], timeout).not_done:
                 raise KafkaTimeoutError(f"flush did not complete in {timeout} s")
-        finally:
-            with self._lock:
-                self._flushing -= 1
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to ``timeout`` seconds), then stop. Records still
         undelivered after the timeout fail with :class:`KafkaTimeoutError`."""
         if self._closed:
             return
-        with self._lock, self._append_lock:
+        with self._locked():
             self._closing = True
             self._appender.closed = True
-            self._wake.notify_all()
         self._sender.join(timeout)
         self._closed = True
         if self._sender.is_alive():
-            with self._lock, self._append_lock:
-                stranded = [
-                    *self._acc.drain(),
-                    *(b for _, bs in self._in_flight.values() for b in bs),
-                ]
+            with self._locked():
+                stranded = self._pending()
+                self._acc.drain()
                 self._in_flight.clear()
-                self._wake.notify_all()
             for batch in stranded:
                 batch.complete(error=KafkaTimeoutError("producer closed before delivery"))
             self._sender.join(5)

@@ -1,12 +1,28 @@
 """Producer logic shared by the blocking and async producers, written once and driven by both
 (no I/O here): configuration, record checks and placement, waiting for a topic's metadata and
-refreshing it (sans-I/O operations each face drives), the retry decision, and the handling of
-Produce responses."""
+refreshing it (sans-I/O operations each face drives), the sender's decision each round, the
+retry decision, and the handling of Produce responses. Each face adds only its waiting,
+locking and sending (:mod:`odradek.client.producer`, :mod:`odradek.client.async_producer`).
+
+Rules (both faces):
+
+- Batches: per partition, in the :class:`~odradek.client.accumulator.Accumulator`. The
+  default ``batch_size`` is 1 MiB of estimated record bytes (big batches keep the per-record
+  cost low), capped at ``max_request_size`` (the broker's ``message.max.bytes`` is ~1 MiB);
+  ``buffer_memory`` (32 MiB) bounds what is buffered: ``send`` then waits.
+- A Produce request holds at most one batch per partition; up to ``max_in_flight`` are out at
+  once, so a retry may reorder the records of a partition (as Kafka without idempotence).
+- A retriable error or a lost connection puts a batch back ahead of the later batches of its
+  partition, while :func:`retry_at_s` allows it; otherwise every record of the batch fails
+  with the error. A request unanswered after ``request_timeout_ms`` closes the connection
+  (its batches are retried).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
@@ -33,6 +49,7 @@ __all__ = [
 Headers = list[tuple[str, bytes | None]] | None
 #: a record ready for the accumulator: topic, partition, key, value, timestamp, headers, size
 Placed = tuple[str, int, bytes | None, bytes | None, int, Headers, int]
+_TAIL_RETRY_S = 0.0002
 
 
 def as_bytes(data: Any, what: str) -> bytes:
@@ -47,10 +64,11 @@ class TopicPartitionCounts:
     """The producer's metadata cache: the partition count of every topic it has sent to.
 
     Refreshed every ``metadata_max_age_ms`` (Kafka's ``metadata.max.age.ms``) so that
-    partitions added while the producer runs get records: the driver asks :meth:`due` after
-    sending, and if it answers, asks the broker about :attr:`counts`' topics and hands the
-    answer to :meth:`update`. Not thread-safe by itself: the blocking producer calls it from
-    its sender thread (``send`` only reads :attr:`counts`), the async one from its tasks."""
+    partitions added while the producer runs get records: the sender asks :meth:`due` as it
+    takes a request (``ProducerCore._sender_round``), and if it answers, asks the broker about
+    :attr:`counts`' topics after sending and hands the answer to :meth:`update`. Not
+    thread-safe by itself: the blocking producer calls it from its sender thread (``send``
+    only reads :attr:`counts`), the async one from its tasks."""
 
     __slots__ = ("counts", "max_age_s", "refreshed_at_s")
 
@@ -110,6 +128,8 @@ def handle_produce_response(
 
     ``response`` is ``None`` with ``error`` for a failed request, and ``None`` without an error
     for acks=0 (the batches complete with offset -1)."""
+    if response is not None and response.error_code:  # the whole request failed
+        error = for_code(response.error_code, response.error_message)
     if error is not None:
         for batch in batches:
             yield batch, error
@@ -120,11 +140,6 @@ def handle_produce_response(
             yield batch, None
         return
     assert isinstance(response, m.ProduceResponse)
-    if response.error_code:
-        top = for_code(response.error_code, response.error_message)
-        for batch in batches:
-            yield batch, top
-        return
     results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
     for batch in batches:
         part = results.get(batch.tp)
@@ -176,16 +191,13 @@ class ProducerCore:
     Raises:
       ValueError: a bad option (:class:`~.config.ProducerConfig`, the partitioner).
 
-    ``send`` raises ``TypeError`` for a key or value that is not ``bytes``, ``bytearray``,
-    ``memoryview`` or ``None``, and :class:`~odradek.client.errors.KafkaError` once the
-    producer is closed; every other error (unknown or invalid topic, partition out of range,
-    record too large, a failed or timed-out delivery) is the record's delivery result.
-    ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
-    The options are kept, validated, in :attr:`config` (a :class:`~.config.ProducerConfig`).
+    What ``send`` raises, and what fails a record's delivery instead: :meth:`send`. The
+    options are kept, validated, in :attr:`config` (a :class:`~.config.ProducerConfig`).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
     _delivery_type: type  # what send() returns per record: RecordFuture or DeliveryHandle
+    _closed = False  # set by Producer.close(): answers arriving after it retry nothing
 
     @options_of(ProducerConfig)
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
@@ -206,11 +218,15 @@ class ProducerCore:
             compression=cfg.compression_type,
             on_batch_closed=self._on_batch_closed,
         )
-        # send()'s lock-free path into the C record buffer (client.record_buffer): appends a
-        # null-key record to its topic's tail batch and returns the face's delivery object;
-        # closed (every record takes the face's _queue) while the producer does not run
+        # send()'s lock-free tail append (client.record_buffer); closed (every record takes the
+        # face's _queue) while the producer does not run
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
         self._tail_append = self._appender.append
+        # the sender's state, changed under the face's _locked() (see _sender_round)
+        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}  # seq -> (sent at, batches)
+        self._request_seq = 0
+        self._flushing = 0  # flush() calls under way: every open batch is closed at once
+        self._closing = False
         self._init_face()
 
     def send(
@@ -227,11 +243,14 @@ class ProducerCore:
         ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
         an awaitable: ``await producer.send(...)`` queues the record and gives a
         :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
+        ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
 
         ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
         ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
-        bytes-like or ``None``, :class:`KafkaError` if the producer is closed (or, async, not
-        started); every other error is the record's delivery result (see the class doc)."""
+        ``bytes``, ``bytearray``, ``memoryview`` or ``None``, :class:`KafkaError` if the
+        producer is closed (or, async, not started); every other error (unknown or invalid
+        topic, partition out of range, record too large, a failed or timed-out delivery) is
+        the record's delivery result."""
         if key is None and partition is None and timestamp_ms is None and headers is None:
             delivery = self._tail_append(topic, value)  # TailAppender.append: C, lock-free
             if delivery is not None:
@@ -353,23 +372,75 @@ class ProducerCore:
             timeout_ms=self.config.request_timeout_ms,
         )
 
-    def _settle(
-        self, batches: list[Batch], response: Any, error: BaseException | None, retry_ok: bool
-    ) -> tuple[list[Batch], int]:
+    # -- the sender (sans-I/O: each face drives it, under its _locked()) ---------------------
+    def _locked(self) -> AbstractContextManager[None]:
+        """The face's guard of the accumulator and the sender's state, held while they change;
+        it wakes the sender (and whoever waits for buffer memory) on the way out."""
+        raise NotImplementedError
+
+    def _sender_round(
+        self, now_s: float
+    ) -> tuple[list[Batch], Op[None] | None, float | None] | None:
+        """What the sender does next: close the batches whose ``linger_ms`` passed (every one
+        while flushing or closing), then, if fewer than ``max_in_flight`` requests are out,
+        take the batches of the next Produce request (at most one per partition: see
+        ``Accumulator.take_ready``). Returns ``(batches, refresh, wait_s)``: send ``batches``
+        if there are any, then run ``refresh`` unless it is ``None`` (the metadata refresh,
+        when due: :class:`TopicPartitionCounts`); else wait ``wait_s`` seconds (``None``:
+        until woken) before the next round. ``None`` once the producer is closing and nothing
+        is left to send or to await: the sender stops."""
+        acc = self._acc
+        cfg = self.config
+        closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
+        if len(self._in_flight) < cfg.max_in_flight:
+            batches = acc.take_ready(now_s, cfg.max_request_size)
+            if batches:
+                topics = self._metadata.due(now_s)
+                return batches, None if topics is None else self._refresh_op(topics), 0.0
+        if self._closing and not self._in_flight and not acc.unfinished():
+            return None
+        if not closed_all:  # a due tail was being appended to: try again soon
+            return [], None, _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+        return [], None, acc.next_wakeup_s(now_s)
+
+    def _track(self, batches: list[Batch]) -> int:
+        """Count the request of ``batches`` in flight from now; its key in ``_in_flight``."""
+        self._request_seq += 1
+        self._in_flight[self._request_seq] = (time.monotonic(), batches)
+        return self._request_seq
+
+    def _pending(self) -> list[Batch]:
+        """Every batch not completed yet: open, ready or in flight."""
+        return [*self._acc.unfinished(), *(b for _, bs in self._in_flight.values() for b in bs)]
+
+    @contextmanager
+    def _flush_pending(self) -> Iterator[list[Batch]]:
+        """While it is open the sender closes every batch at once (a flush): yields the
+        batches to wait for, every one not completed yet."""
+        with self._locked():
+            self._flushing += 1
+            pending = self._pending()
+        try:
+            yield pending
+        finally:
+            with self._locked():
+                self._flushing -= 1
+
+    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
         """Complete ``batches`` from a response (or a request error): every batch succeeds,
-        fails, or (``retry_ok`` and :func:`retry_at_s` allows it) is given a retry time.
-        Returns the batches to re-queue and the bytes the others freed (the face applies both,
-        under its locks if it has any)."""
+        fails, or (if :func:`retry_at_s` allows it and the producer is not closed) goes back
+        to the front of the ready queue; the bytes of the others are freed."""
         retry: list[Batch] = []
         freed_bytes = 0
         now_s = time.monotonic()
         for batch, outcome in handle_produce_response(batches, response, error):
             if outcome is not None:
-                at_s = retry_at_s(self.config, batch, outcome, now_s) if retry_ok else None
+                at_s = None if self._closed else retry_at_s(self.config, batch, outcome, now_s)
                 if at_s is not None:
                     batch.retry_at_s = at_s
                     retry.append(batch)
                     continue
                 batch.complete(error=outcome)
             freed_bytes += batch.size_bytes
-        return retry, freed_bytes
+        with self._locked():
+            self._acc.settle(retry, freed_bytes)

@@ -16,12 +16,12 @@ appended. Both keep:
 - ``first_timestamp_ms`` (timestamp deltas are relative to it) and ``max_timestamp_ms``;
 - ``sizes(i)``: record i's key and value sizes (-1 for null), for ``RecordMetadata``.
 
-:class:`PyTailAppender` is the lock-free fast path of ``Producer.send()`` for a null-key record
-without headers: ``append(topic, value)`` takes the topic's tail batch out of ``tails``
-(whoever removed it owns it: see :mod:`odradek.client.accumulator`), appends the record stamped with
-the wall clock, puts the batch back and returns ``RecordFuture(batch, index)``; ``None`` when
-it cannot (no tail to take, tail full, value not ``bytes``, closed) and the caller takes the
-locked path.
+:class:`PyTailAppender` is the lock-free fast path of ``send()`` for a null-key record without
+headers: ``append(topic, value)`` takes the topic's tail batch out of ``tails`` (whoever
+removed it owns it: see :mod:`odradek.client.accumulator`), appends the record stamped with the
+wall clock, puts the batch back and returns the face's delivery object (a ``RecordFuture`` or
+a ``DeliveryHandle`` of ``(batch, index)``); ``None`` when it cannot (no tail to take, tail
+full, value not ``bytes``, closed) and the caller takes the locked path.
 """
 
 from __future__ import annotations
@@ -181,8 +181,7 @@ _new_object = object.__new__
 
 
 class PyTailAppender:
-    """``Producer.send()``'s lock-free append of a null-key record to a topic's tail batch
-    (whose records are a :class:`PyRecordBuffer`)."""
+    """The lock-free tail append (see the module), into :class:`PyRecordBuffer` records."""
 
     __slots__ = ("_future_type", "_limit_bytes", "_tails", "closed")
 
@@ -193,7 +192,7 @@ class PyTailAppender:
         self.closed = False  # set when the producer closes: every send takes the locked path
 
     def append(self, topic: str, value: object) -> Any:
-        """A ``RecordFuture`` for the appended record, or ``None`` (take the locked path)."""
+        """The delivery object of the appended record, or ``None`` (take the locked path)."""
         if self.closed or type(value) is not bytes:
             return None
         tails = self._tails

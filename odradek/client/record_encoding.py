@@ -1,8 +1,7 @@
-"""The pure-Python encoding of a batch's records (the C buffer, ``odradek.client._record_buffer``,
-encodes each record as it is appended): the RecordBatch v2 *records section*, what follows
-the 61-byte batch header (record layout in :mod:`odradek.protocol.records`), one record at a
-time, varints of 0..32767 from a table built once. The C buffer is the fast path; this twin
-is the plain one.
+"""The pure-Python encoding of a batch's *records section*, for
+:class:`~odradek.client.record_buffer.PyRecordBuffer` (see that module; the C buffer encodes
+each record as it is appended): one record at a time, varints of 0..32767 from a table built
+once.
 """
 
 from __future__ import annotations
