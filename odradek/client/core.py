@@ -268,12 +268,20 @@ class ClientCore:
             partition_max_bytes=partition_max_bytes,
         )
 
-    # -- the client's own operations, driven by the face -------------------------------------
-    def _call_op(
+    @operation
+    def run(self, op: Op[T]) -> Op[T]:
+        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) on the calling thread
+        (blocking) or in the calling task (async)."""
+        return op
+
+    # -- the client's own operations: their effects are the face's connection methods --------
+    @operation
+    def call(
         self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
-    ) -> Generator[Any, Any, tuple[m.Response | None, memoryview]]:
-        """``call``: the live connection, the exchange, and reconnection with backoff after a
-        lost connection until the request's timeout has passed."""
+    ) -> Op[tuple[m.Response | None, memoryview]]:
+        """Send any request and wait for its response: ``(response, raw_tail)``. A Produce with
+        ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
+        is remade, with backoff, until the request's timeout has passed."""
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0
