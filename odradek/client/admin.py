@@ -55,20 +55,10 @@ def _topic_resource(resource: type[T], topic: str, **fields: Any) -> list[T]:
 class AdminCore:
     """An admin client: topics, partitions, configs, log dirs, offsets, groups.
 
-    Args:
-      bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those.
-      client_id: sent with every request.
-      request_timeout_ms: how long a request may go unanswered; also the broker's own
-        timeout for topic creation and deletion.
-      retry_backoff_ms, retry_backoff_max_ms: the wait between reconnection attempts,
-        doubling from the one to the other.
-
-    Raises:
-      ValueError: a malformed bootstrap address.
-
-    Each call raises the first per-item error the broker answers, in request order (see the
-    module's documentation), :class:`~odradek.client.errors.KafkaConnectionError` or
-    :class:`~odradek.client.errors.KafkaTimeoutError`.
+    Args and the errors of the constructor and the calls: those of
+    :class:`~odradek.client.core.ClientCore`, whose client it uses (``request_timeout_ms`` is
+    also the broker's own timeout for topic creation and deletion). Each call also raises the
+    first per-item error the broker answers, in request order (see the module's documentation).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient

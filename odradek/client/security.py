@@ -237,8 +237,7 @@ def options_from_properties(properties: Mapping[str, str]) -> dict[str, Any]:
                 raise ValueError(f"{key}={value}: only PEM files are supported")
         elif key not in _IGNORED:
             raise ValueError(f"unknown client property {key!r}")
-    if "security_protocol" in options:
-        options["security_protocol"] = options["security_protocol"].upper()
-    if "sasl_mechanism" in options:
-        options["sasl_mechanism"] = options["sasl_mechanism"].upper()
+    for name in ("security_protocol", "sasl_mechanism"):
+        if name in options:
+            options[name] = options[name].upper()
     return options
