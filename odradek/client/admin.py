@@ -11,7 +11,7 @@ than returning a per-topic dict.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
@@ -35,31 +35,30 @@ from odradek.protocol import messages as m
 
 __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
+T = TypeVar("T")
 
-def _first_error(results: Iterable[tuple[str, int, str | None]]) -> None:
-    """Raise the first ``(name, error code, message)`` with an error, in request order."""
-    for name, code, message in results:
-        if code:
-            raise for_code(code, f"{name}: {message}" if message else name)
+
+def _first_error(results: Iterable[Any], name: str = "name") -> None:
+    """Raise the error of the first result with an ``error_code``, in request order, naming
+    the item by its ``name`` attribute (and the result's ``error_message``, if any)."""
+    for result in results:
+        if result.error_code:
+            item, message = getattr(result, name), getattr(result, "error_message", None)
+            raise for_code(result.error_code, f"{item}: {message}" if message else item)
+
+
+def _topic_resource(resource: type[T], topic: str, **fields: Any) -> list[T]:
+    """The ``resources`` of a config request about one topic."""
+    return [resource(resource_type=m.ConfigResourceType.TOPIC, resource_name=topic, **fields)]
 
 
 class AdminCore:
     """An admin client: topics, partitions, configs, log dirs, offsets, groups.
 
-    Args:
-      bootstrap_servers: ``"host:port"``, ``"h1:p1,h2:p2"`` or a list of those.
-      client_id: sent with every request.
-      request_timeout_ms: how long a request may go unanswered; also the broker's own
-        timeout for topic creation and deletion.
-      retry_backoff_ms, retry_backoff_max_ms: the wait between reconnection attempts,
-        doubling from the one to the other.
-
-    Raises:
-      ValueError: a malformed bootstrap address.
-
-    Each call raises the first per-item error the broker answers, in request order (see the
-    module's documentation), :class:`~odradek.client.errors.KafkaConnectionError` or
-    :class:`~odradek.client.errors.KafkaTimeoutError`.
+    Args and the errors of the constructor and the calls: those of
+    :class:`~odradek.client.core.ClientCore`, whose client it uses (``request_timeout_ms`` is
+    also the broker's own timeout for topic creation and deletion). Each call also raises the
+    first per-item error the broker answers, in request order (see the module's documentation).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
@@ -89,7 +88,7 @@ class AdminCore:
             validate_only=validate_only,
         )
         resp, _ = yield Call(request)
-        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).topics)  # type: ignore[attr-defined]
+        _first_error(check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
     def delete_topics(self, names: Iterable[str]) -> Op[None]:
@@ -99,7 +98,7 @@ class AdminCore:
                 correlation_id=0, topic_names=list(names), timeout_ms=self._timeout_ms
             )
         )
-        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).topics)  # type: ignore[attr-defined]
+        _first_error(check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
     def create_partitions(self, counts: Mapping[str, int]) -> Op[None]:
@@ -111,7 +110,7 @@ class AdminCore:
                 timeout_ms=self._timeout_ms,
             )
         )
-        _first_error((t.name, t.error_code, t.error_message) for t in check(resp).results)  # type: ignore[attr-defined]
+        _first_error(check(resp).results)  # type: ignore[attr-defined]
 
     @operation
     def list_topics(self, *, internal: bool = False) -> Op[set[str]]:
@@ -130,7 +129,7 @@ class AdminCore:
         (``UnknownTopicOrPartitionError`` for a missing topic)."""
         meta = yield from metadata_op(names)
         infos = [meta.topics[n] for n in (names if names is not None else sorted(meta.topics))]
-        _first_error((i.name, i.error_code, None) for i in infos)
+        _first_error(infos)
         tps = [TopicPartition(i.name, p) for i in infos for p in i.partitions]
         starts = (yield from list_offsets_op(dict.fromkeys(tps, -2))) if tps else {}
         ends = (yield from list_offsets_op(dict.fromkeys(tps, -1))) if tps else {}
@@ -149,25 +148,17 @@ class AdminCore:
     @operation
     def describe_configs(self, topic: str) -> Op[dict[str, ConfigEntry]]:
         """The topic's configuration, by Kafka's topic-level names."""
-        resp, _ = yield Call(
-            m.DescribeConfigsRequest(
-                correlation_id=0,
-                resources=[
-                    m.DescribeConfigsResource(
-                        resource_type=m.ConfigResourceType.TOPIC, resource_name=topic
-                    )
-                ],
+        resources = _topic_resource(m.DescribeConfigsResource, topic)
+        resp, _ = yield Call(m.DescribeConfigsRequest(correlation_id=0, resources=resources))
+        results = check(resp).results  # type: ignore[attr-defined]
+        _first_error(results, "resource_name")
+        return {
+            c.name: ConfigEntry(
+                c.name, c.value, c.config_source, c.is_default, c.read_only, c.is_sensitive
             )
-        )
-        out: dict[str, ConfigEntry] = {}
-        for result in check(resp).results:  # type: ignore[attr-defined]
-            if result.error_code:
-                raise for_code(result.error_code, result.error_message or topic)
-            for c in result.configs:
-                out[c.name] = ConfigEntry(
-                    c.name, c.value, c.config_source, c.is_default, c.read_only, c.is_sensitive
-                )
-        return out
+            for result in results
+            for c in result.configs
+        }
 
     @operation
     def alter_configs(
@@ -178,22 +169,9 @@ class AdminCore:
             m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
             for k, v in (set or {}).items()
         ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
-        resp, _ = yield Call(
-            m.AlterConfigsRequest(
-                correlation_id=0,
-                resources=[
-                    m.AlterConfigsResource(
-                        resource_type=m.ConfigResourceType.TOPIC,
-                        resource_name=topic,
-                        configs=configs,
-                    )
-                ],
-            )
-        )
-        _first_error(
-            (r.resource_name, r.error_code, r.error_message)
-            for r in check(resp).responses  # type: ignore[attr-defined]
-        )
+        resources = _topic_resource(m.AlterConfigsResource, topic, configs=configs)
+        resp, _ = yield Call(m.AlterConfigsRequest(correlation_id=0, resources=resources))
+        _first_error(check(resp).responses, "resource_name")  # type: ignore[attr-defined]
 
     @operation
     def describe_log_dirs(

@@ -10,17 +10,15 @@ background task is needed, so there is no task group to own.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-from odradek.client import ops
 from odradek.client.async_connection import AsyncConnection
 from odradek.client.core import ClientCore
 from odradek.client.drivers import async_face, drive_async
 from odradek.protocol import messages as m
-from odradek.protocol.frames import Buffer
 
 __all__ = ["AsyncClient"]
 
@@ -46,16 +44,6 @@ class AsyncClient(ClientCore):
             self._conn_lock = anyio.Lock()
         async with self._conn_lock:
             return await drive_async(self._connection_op(), self)
-
-    async def call(
-        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
-    ) -> tuple[m.Response | None, memoryview]:
-        """Send any request and wait for its response; ``(None, empty)`` for acks=0."""
-        return await drive_async(self._call_op(request, raw), self)
-
-    async def run(self, op: ops.Op[Any]) -> Any:
-        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) in the calling task."""
-        return await drive_async(op, self)
 
     # -- effects (odradek.client.drivers) ---------------------------------------------------
     sleep = staticmethod(anyio.sleep)

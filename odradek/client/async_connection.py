@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
-from odradek.client.core import ProtocolCore, ProtocolViolation
+from odradek.client.core import NO_RESPONSE, ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.security import connect_failure
 from odradek.protocol import messages as m
@@ -29,8 +29,8 @@ from odradek.protocol.frames import NATIVE_PREFACE, Buffer
 
 __all__ = ["AsyncConnection"]
 
-_EMPTY = memoryview(b"")
 _RECV_BYTES = 4 * 1024 * 1024
+_IO_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 class _Slot:
@@ -87,9 +87,7 @@ class AsyncConnection:
     async def exchange(
         self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
     ) -> tuple[m.Response | None, memoryview]:
-        """Send ``request`` and wait up to ``timeout_s`` for its response: ``(response,
-        raw_tail)``, ``(None, empty)`` for acks=0. Raises :class:`KafkaTimeoutError` when the
-        time runs out (the response is dropped when it arrives), ``KafkaConnectionError``."""
+        """The connections' exchange (:mod:`odradek.client.core`): send, then await the response."""
         if self._error is not None:
             raise self._error
         slot = _Slot()
@@ -103,20 +101,17 @@ class AsyncConnection:
                     async with self._send_lock:
                         for part in parts:
                             await self._stream.send(part)  # type: ignore[arg-type]
-                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                    self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc!r}"))
+                except _IO_ERRORS as exc:
+                    self._fail(exc)
                 if not expects:
                     if self._error is not None:
                         raise self._error
-                    return None, _EMPTY
+                    return NO_RESPONSE
                 return await self._wait(slot)
         except TimeoutError:
             raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
         finally:
             self._slots.pop(cid, None)
-
-    def _peer(self) -> str:
-        return f"{self.address[0]}:{self.address[1]}"
 
     async def _wait(self, slot: _Slot) -> tuple[m.Response, memoryview]:
         while not slot.done:
@@ -143,13 +138,10 @@ class AsyncConnection:
                 data = await self._stream.receive(_RECV_BYTES)
                 done = core.receive(data)
             except anyio.EndOfStream:
-                self._fail(KafkaConnectionError(f"connection to {self._peer()} closed by broker"))
+                self._fail("closed by the broker")
                 return
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._fail(KafkaConnectionError(f"connection to {self._peer()} lost: {exc!r}"))
-                return
-            except ProtocolViolation as exc:
-                self._fail(KafkaConnectionError(f"{self._peer()}: {exc}"))
+            except (*_IO_ERRORS, ProtocolViolation) as exc:
+                self._fail(exc)
                 return
             for waiter, response, tail in done:
                 waiter.result = (response, tail)
@@ -162,7 +154,8 @@ class AsyncConnection:
                 other.event.set()
                 return
 
-    def _fail(self, error: KafkaConnectionError) -> None:
+    def _fail(self, cause: str | BaseException) -> None:
+        error = connection_error(self.address, cause)
         if self._error is None:
             self._error = error
         for waiter in self._core.fail_all():
@@ -172,5 +165,5 @@ class AsyncConnection:
                 waiter.event.set()
 
     async def aclose(self) -> None:
-        self._fail(KafkaConnectionError(f"connection to {self._peer()} closed by the client"))
+        self._fail("closed by the client")
         await self._stream.aclose()

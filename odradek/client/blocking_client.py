@@ -3,24 +3,19 @@
 :class:`~odradek.client.core.ClientCore` holds the logic (bootstrap, reconnection, retries,
 the operations); this face carries out its effects with plain sockets
 (:class:`~odradek.client.blocking_connection.BlockingConnection`) and ``time.sleep``.
-
-Thread safety: every method may be called from several threads; their requests are
-pipelined on the one connection.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from odradek.client import ops
 from odradek.client.blocking_connection import BlockingConnection
 from odradek.client.core import ClientCore
 from odradek.client.drivers import blocking_face, drive
 from odradek.protocol import messages as m
-from odradek.protocol.frames import Buffer
 
 __all__ = ["Client"]
 
@@ -43,18 +38,6 @@ class Client(ClientCore):
             return conn  # type: ignore[no-any-return]
         with self._conn_lock:
             return drive(self._connection_op(), self)
-
-    def call(
-        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
-    ) -> tuple[m.Response | None, memoryview]:
-        """Send any request and wait for its response: ``(response, raw_tail)``.
-
-        A Produce with ``acks=0`` gets no response: returns ``(None, empty)`` once written."""
-        return drive(self._call_op(request, raw), self)
-
-    def run(self, op: ops.Op[Any]) -> Any:
-        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) on the calling thread."""
-        return drive(op, self)
 
     # -- effects (odradek.client.drivers) ---------------------------------------------------
     sleep = staticmethod(time.sleep)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from odradek.client.core import ProtocolCore, ProtocolViolation
+from odradek.client.core import NO_RESPONSE, ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.security import connect_failure
 from odradek.client.tls_channel import TlsChannel
@@ -34,7 +34,6 @@ from odradek.protocol.frames import NATIVE_PREFACE, Buffer, byte_views, drop_sen
 
 __all__ = ["BlockingConnection", "sendmsg_all"]
 
-_EMPTY = memoryview(b"")
 _RECV_BYTES = 4 << 20  # one reused receive buffer per connection (frames are copied out)
 # Socket buffers that hold a whole Produce request or a large part of a Fetch response: each
 # blocking sendmsg/recv that returns must take the GIL back, and while another thread runs
@@ -119,26 +118,20 @@ class BlockingConnection:
         except OSError as exc:
             with self._core_lock:
                 self._core.forget(cid)
-            self._fail(KafkaConnectionError(f"send to {self._peer()} failed: {exc}"))
-            raise KafkaConnectionError(f"send to {self._peer()} failed: {exc}") from None
+            raise self._fail(exc) from None
         return future
 
     def exchange(
         self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
     ) -> tuple[m.Response | None, memoryview]:
-        """Send ``request`` and wait up to ``timeout_s`` for its response: ``(response,
-        raw_tail)``, ``(None, empty)`` for acks=0. Raises :class:`KafkaTimeoutError` when the
-        time runs out (the response is dropped when it arrives), ``KafkaConnectionError``."""
+        """The connections' exchange (:mod:`odradek.client.core`): submit, then wait."""
         future = self.submit(request, raw)
         if future is None:
-            return None, _EMPTY
+            return NO_RESPONSE
         try:
             return future.result(timeout_s)
         except FutureTimeout:
             raise KafkaTimeoutError(f"{type(request).__name__} got no response in time") from None
-
-    def _peer(self) -> str:
-        return f"{self.address[0]}:{self.address[1]}"
 
     def _read_loop(self) -> None:
         recv_into = self._recv_into
@@ -148,23 +141,20 @@ class BlockingConnection:
         buffer = bytearray(_RECV_BYTES)
         view = memoryview(buffer)
         try:
-            while True:
-                received = recv_into(buffer)
-                if not received:
-                    raise KafkaConnectionError(f"connection to {self._peer()} closed by the broker")
+            while received := recv_into(buffer):
                 with self._core_lock:
                     done = core.receive(view[:received])
                 for future, response, tail in done:
                     if future is not None and not future.done():
                         future.set_result((response, tail))
-        except KafkaConnectionError as exc:
+        except (OSError, ProtocolViolation) as exc:
             self._fail(exc)
-        except ProtocolViolation as exc:
-            self._fail(KafkaConnectionError(f"{self._peer()}: {exc}"))
-        except OSError as exc:
-            self._fail(KafkaConnectionError(f"connection to {self._peer()} lost: {exc}"))
+        else:
+            self._fail("closed by the broker")
 
-    def _fail(self, error: KafkaConnectionError) -> None:
+    def _fail(self, cause: str | BaseException) -> KafkaConnectionError:
+        """Fail the connection and every pending request; returns the error they got."""
+        error = connection_error(self.address, cause)
         with self._core_lock:
             if self._error is None:
                 self._error = error
@@ -174,9 +164,10 @@ class BlockingConnection:
         for future in pending:
             if future is not None and not future.done():
                 future.set_exception(error)
+        return error
 
     def close(self) -> None:
-        self._fail(KafkaConnectionError(f"connection to {self._peer()} closed by the client"))
+        self._fail("closed by the client")
         if threading.current_thread() is not self._reader:
             self._reader.join(5)
         self._sock.close()

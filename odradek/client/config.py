@@ -16,7 +16,7 @@ from dataclasses import MISSING, dataclass, fields
 from dataclasses import field as _field
 from typing import Any
 
-from odradek.client.security import check_security
+from odradek.client.security import check_choice, check_security
 from odradek.protocol.record_batch import Compression
 
 __all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "parse_bootstrap"]
@@ -129,11 +129,7 @@ class ProducerConfig(ClientConfig):
         _set(self, "acks", _ACKS[self.acks])
         if isinstance(self.compression_type, Compression):
             return
-        if self.compression_type not in _CODECS:
-            raise ValueError(
-                "compression_type must be None, 'gzip', 'snappy', 'lz4' or 'zstd', "
-                f"not {self.compression_type!r}"
-            )
+        check_choice("compression_type", self.compression_type, _CODECS)
         _set(self, "compression_type", _CODECS[self.compression_type])
 
 
@@ -164,11 +160,7 @@ class ConsumerConfig(ClientConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.auto_offset_reset not in _OFFSET_RESETS:
-            raise ValueError(
-                "auto_offset_reset must be 'earliest', 'latest' or 'none': "
-                f"{self.auto_offset_reset!r}"
-            )
+        check_choice("auto_offset_reset", self.auto_offset_reset, _OFFSET_RESETS)
         if self.group_id is not None and not self.group_id:
             raise ValueError("group_id must be a non-empty string")
         strategy = self.partition_assignment_strategy
@@ -177,9 +169,8 @@ class ConsumerConfig(ClientConfig):
             "partition_assignment_strategy",
             (strategy,) if isinstance(strategy, str) else tuple(strategy),
         )
-        unknown = [a for a in self.partition_assignment_strategy if a not in _ASSIGNORS]
-        if unknown:
-            raise ValueError(f"unknown assignors {unknown}; known: {', '.join(_ASSIGNORS)}")
+        for assignor in self.partition_assignment_strategy:
+            check_choice("partition_assignment_strategy", assignor, _ASSIGNORS)
 
 
 _P = inspect.Parameter

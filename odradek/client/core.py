@@ -16,6 +16,15 @@
 Invariant: every token handed to ``send`` for a request that expects a response comes back
 exactly once, from ``receive`` or from :meth:`ProtocolCore.fail_all`.
 
+Both connections (:class:`~odradek.client.blocking_connection.BlockingConnection`,
+:class:`~odradek.client.async_connection.AsyncConnection`) drive a ``ProtocolCore`` and keep
+one contract: ``exchange(request, raw, timeout_s)`` sends ``request`` and waits up to
+``timeout_s`` for ``(response, raw_tail)`` (:data:`NO_RESPONSE` for acks=0); it raises
+:class:`~odradek.client.errors.KafkaTimeoutError` when the time runs out (the response is
+dropped when it arrives) and ``KafkaConnectionError`` once the connection has failed. EOF, an
+I/O error or a protocol violation fails the connection and every request waiting on it with
+the one error :func:`connection_error` words.
+
 Also here: the exponential backoff schedule used by retries, and :class:`ClientCore`, the
 low-level client written once: its constructor, bootstrap, reconnection and retries as
 sans-I/O operations that the blocking and async clients drive (:mod:`odradek.client.drivers`).
@@ -45,9 +54,18 @@ from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer, FrameDecoder,
 
 T = TypeVar("T")
 
-__all__ = ["ClientCore", "ProtocolCore", "ProtocolViolation", "backoff_ms", "parse_bootstrap"]
+__all__ = [
+    "NO_RESPONSE",
+    "ClientCore",
+    "ProtocolCore",
+    "ProtocolViolation",
+    "backoff_ms",
+    "connection_error",
+    "parse_bootstrap",
+]
 
 _MAX_CORRELATION_ID = 2**31 - 1
+NO_RESPONSE: tuple[None, memoryview] = (None, memoryview(b""))  # an exchange's acks=0 answer
 
 
 class ProtocolViolation(Exception):
@@ -111,6 +129,17 @@ class ProtocolCore:
         tokens = [token for token, _ in self._pending.values()]
         self._pending.clear()
         return tokens
+
+
+def connection_error(address: tuple[str, int], cause: str | BaseException) -> KafkaConnectionError:
+    """The error that fails the connection to ``address``: ``cause`` says what happened
+    (``"closed by the broker"``, ``"closed by the client"``) or is what was raised (a
+    :class:`ProtocolViolation` closes it, an I/O error means it was lost)."""
+    peer = f"{address[0]}:{address[1]}"
+    if isinstance(cause, str):
+        return KafkaConnectionError(f"connection to {peer} {cause}")
+    what = "closed" if isinstance(cause, ProtocolViolation) else "lost"
+    return KafkaConnectionError(f"connection to {peer} {what}: {str(cause) or repr(cause)}")
 
 
 def backoff_ms(attempt: int, base_ms: int, max_ms: int) -> int:
@@ -239,12 +268,20 @@ class ClientCore:
             partition_max_bytes=partition_max_bytes,
         )
 
-    # -- the client's own operations, driven by the face -------------------------------------
-    def _call_op(
+    @operation
+    def run(self, op: Op[T]) -> Op[T]:
+        """Execute a sans-I/O operation (see :mod:`odradek.client.ops`) on the calling thread
+        (blocking) or in the calling task (async)."""
+        return op
+
+    # -- the client's own operations: their effects are the face's connection methods --------
+    @operation
+    def call(
         self, request: m.Request, raw: Buffer | Sequence[Buffer] = b""
-    ) -> Generator[Any, Any, tuple[m.Response | None, memoryview]]:
-        """``call``: the live connection, the exchange, and reconnection with backoff after a
-        lost connection until the request's timeout has passed."""
+    ) -> Op[tuple[m.Response | None, memoryview]]:
+        """Send any request and wait for its response: ``(response, raw_tail)``. A Produce with
+        ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
+        is remade, with backoff, until the request's timeout has passed."""
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0

@@ -41,9 +41,7 @@ class AsyncLifetime:
 
     async def stop(self) -> None:
         """Wind the face down and close its connection (nothing if it is not running)."""
-        lifetime, self._lifetime = self._lifetime, None
-        if lifetime is not None:
-            await lifetime.aclose()
+        await self.__aexit__(None, None, None)
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -1,10 +1,6 @@
-"""Operations as sans-I/O generators: each yields :class:`Call` and receives
-``(response, raw_tail)`` back, then returns its result. A blocking driver and an async one
-(:mod:`odradek.client.drivers`) execute the same generator, so every operation is written once
-for both faces.
+"""The core requests' operations (Metadata, ListOffsets, Fetch, Produce, the handshake): sans-I/O
+generators that yield :class:`Call`, run by either face's driver (:mod:`odradek.client.drivers`).
 
-A driver throws the call's exception (``KafkaConnectionError``, ``KafkaTimeoutError``) into the
-generator; an operation that does not catch it lets it propagate to the application.
 Top-level response errors are raised by :func:`check`; per-item errors are handled by the
 operation (raised, or returned where the API says so).
 """

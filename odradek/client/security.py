@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import secrets
 import ssl
-from collections.abc import Generator, Mapping
+from collections.abc import Collection, Generator, Mapping
 from typing import Any, NamedTuple
 
 from odradek.client.drivers import Call
@@ -50,6 +50,7 @@ __all__ = [
     "SECURITY_PROTOCOLS",
     "SaslAnswer",
     "authenticate_op",
+    "check_choice",
     "check_security",
     "connect_failure",
     "options_from_properties",
@@ -69,20 +70,20 @@ def uses_sasl(config: Any) -> bool:
     return config.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
+def check_choice(option: str, value: Any, choices: Collection[Any]) -> None:
+    """Raise ``ValueError`` naming ``option`` if ``value`` is not one of ``choices`` (every
+    option of a fixed set of values, here and in :mod:`odradek.client.config`)."""
+    if value not in choices:
+        raise ValueError(f"{option} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+
+
 def check_security(config: Any) -> ssl.SSLContext | None:
     """Validate the security options of ``config`` (a ClientConfig being made) and return its
     TLS context (``None`` without TLS). Raises ``ValueError`` naming the option."""
     protocol = config.security_protocol
-    if protocol not in SECURITY_PROTOCOLS:
-        raise ValueError(
-            f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, not {protocol!r}"
-        )
+    check_choice("security_protocol", protocol, SECURITY_PROTOCOLS)
     if uses_sasl(config):
-        if config.sasl_mechanism not in SASL_MECHANISMS:
-            raise ValueError(
-                f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, "
-                f"not {config.sasl_mechanism!r}"
-            )
+        check_choice("sasl_mechanism", config.sasl_mechanism, SASL_MECHANISMS)
         if not config.sasl_plain_username or config.sasl_plain_password is None:
             raise ValueError(
                 f"security_protocol {protocol} needs sasl_plain_username and sasl_plain_password"
@@ -236,8 +237,7 @@ def options_from_properties(properties: Mapping[str, str]) -> dict[str, Any]:
                 raise ValueError(f"{key}={value}: only PEM files are supported")
         elif key not in _IGNORED:
             raise ValueError(f"unknown client property {key!r}")
-    if "security_protocol" in options:
-        options["security_protocol"] = options["security_protocol"].upper()
-    if "sasl_mechanism" in options:
-        options["sasl_mechanism"] = options["sasl_mechanism"].upper()
+    for name in ("security_protocol", "sasl_mechanism"):
+        if name in options:
+            options[name] = options[name].upper()
     return options

@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.client.accumulator import Batch, encode_batch
-from odradek.client.core import ProtocolCore, ProtocolViolation, backoff_ms, parse_bootstrap
+from odradek.client.core import (
+    ProtocolCore,
+    ProtocolViolation,
+    backoff_ms,
+    connection_error,
+    parse_bootstrap,
+)
+from odradek.client.errors import KafkaConnectionError
 from odradek.client.records import iter_records
 from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
@@ -61,6 +68,20 @@ def test_parse_bootstrap_and_backoff() -> None:
     with pytest.raises(ValueError):
         parse_bootstrap("h:x")
     assert [backoff_ms(i, 100, 1000) for i in range(6)] == [100, 200, 400, 800, 1000, 1000]
+
+
+def test_connection_failures_are_worded_once_for_both_connections() -> None:
+    address = ("h", 9)
+    closed = connection_error(address, "closed by the broker")
+    violation = connection_error(
+        address, ProtocolViolation("response with unknown correlation id 7")
+    )
+    lost = connection_error(address, ConnectionResetError(104, "Connection reset by peer"))
+    assert all(type(e) is KafkaConnectionError and e.retriable for e in (closed, violation, lost))
+    assert closed.message == "connection to h:9 closed by the broker"
+    assert violation.message == "connection to h:9 closed: response with unknown correlation id 7"
+    assert lost.message == "connection to h:9 lost: [Errno 104] Connection reset by peer"
+    assert connection_error(address, OSError()).message == "connection to h:9 lost: OSError()"
 
 
 records_strategy = st.lists(
