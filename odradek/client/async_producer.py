@@ -119,11 +119,13 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         cfg = self.config
         acc = self._acc
         if acc.buffered_bytes >= cfg.buffer_memory:
-            with anyio.fail_after(cfg.max_block_ms / 1000):
+            with anyio.move_on_after(cfg.max_block_ms / 1000):
                 while acc.buffered_bytes >= cfg.buffer_memory:
                     assert self._progress is not None
                     self._notify()
                     await self._progress.wait()
+            if acc.buffered_bytes >= cfg.buffer_memory:
+                raise self._memory_timeout()
         added = self._add(placed, tail, _monotonic())
         assert added is not None  # one thread: a tail is never held by another
         batch, index, fresh = added
@@ -143,9 +145,9 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             decision = self._sender_round(_monotonic())
             if decision is None:
                 return
-            batches, refresh, wakeup = decision
+            seq, batches, refresh, wakeup = decision
             if batches:
-                tg.start_soon(self._send_batches, self._track(batches), batches)
+                tg.start_soon(self._send_batches, seq, batches)
                 if refresh is not None:
                     tg.start_soon(self._client.run, refresh)
                 continue

@@ -86,10 +86,7 @@ class Producer(ProducerCore):
                 while self._acc.buffered_bytes >= cfg.buffer_memory:
                     remaining = deadline - _monotonic()
                     if remaining <= 0:
-                        raise KafkaTimeoutError(
-                            f"buffer_memory of {cfg.buffer_memory} bytes full for "
-                            f"{cfg.max_block_ms} ms"
-                        )
+                        raise self._memory_timeout()
                     self._wake.notify()
                     self._wake.wait(remaining)
         with self._append_lock:
@@ -118,7 +115,7 @@ class Producer(ProducerCore):
                         decision = self._sender_round(now)
                     if decision is None:
                         return
-                    batches, refresh, wakeup = decision
+                    seq, batches, refresh, wakeup = decision
                     if batches:
                         break
                     if self._in_flight:
@@ -127,32 +124,28 @@ class Producer(ProducerCore):
             if stale is not None:  # fails its requests: their batches are retried
                 stale.close()
                 continue
-            self._send_batches(batches)
+            self._send_batches(seq, batches)
             if refresh is not None:
                 self._client.run(refresh)
 
-    def _send_batches(self, batches: list[Batch]) -> None:
+    def _send_batches(self, seq: int, batches: list[Batch]) -> None:
         request, raw = self._produce_request(batches)
         try:
             future = self._client.connection().submit(request, raw)
         except KafkaError as exc:
-            self._complete(batches, None, exc)
+            self._request_ended(seq, None, exc)
             return
         if future is None:  # acks=0: no response; offsets unknown
-            self._complete(batches, None, None)
-            return
-        with self._lock:
-            seq = self._track(batches)
-        future.add_done_callback(lambda f: self._on_response(seq, f))
+            self._request_ended(seq, None, None)
+        else:
+            future.add_done_callback(lambda f: self._request_ended(seq, *_outcome(f)))
 
-    def _on_response(self, seq: int, future: Future[Any]) -> None:
+    def _request_ended(self, seq: int, response: Any, error: BaseException | None) -> None:
         with self._lock:
             entry = self._in_flight.pop(seq, None)
             self._wake.notify()
-        if entry is None:
-            return  # already failed by the request timeout
-        error = future.exception()
-        self._complete(entry[1], None if error else future.result()[0], error)
+        if entry is not None:  # else already failed by close()
+            self._complete(entry[1], response, error)
 
     def _stale_connection(self, now: float) -> BlockingConnection | None:
         """The connection, if a request on it waited longer than request_timeout_ms."""
@@ -195,3 +188,9 @@ class Producer(ProducerCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _outcome(future: Future[Any]) -> tuple[Any, BaseException | None]:
+    """A finished request's ``(response, None)``, or ``(None, error)``."""
+    error = future.exception()
+    return (None, error) if error is not None else (future.result()[0], None)

@@ -13,9 +13,9 @@ Rules (both faces):
 - A Produce request holds at most one batch per partition; up to ``max_in_flight`` are out at
   once, so a retry may reorder the records of a partition (as Kafka without idempotence).
 - A retriable error or a lost connection puts a batch back ahead of the later batches of its
-  partition, while :func:`retry_at_s` allows it; otherwise every record of the batch fails
-  with the error. A request unanswered after ``request_timeout_ms`` closes the connection
-  (its batches are retried).
+  partition, while :func:`~odradek.client.produce_response.retry_at_s` allows it; otherwise
+  every record of the batch fails with the error. A request unanswered after
+  ``request_timeout_ms`` closes the connection (its batches are retried).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
 from odradek.client.config import ProducerConfig, options_of
 from odradek.client.core import backoff_ms
 from odradek.client.drivers import Sleep, operation
-from odradek.client.errors import KafkaError, for_code
+from odradek.client.errors import KafkaError, KafkaTimeoutError, for_code
 from odradek.client.ops import Op, build_produce, metadata_op
 from odradek.client.partitioner import Partitioner
+from odradek.client.produce_response import handle_produce_response, retry_at_s
 from odradek.client.record_buffer import TailAppender, record_size
 from odradek.client.types import TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
@@ -41,8 +42,6 @@ __all__ = [
     "ProducerCore",
     "TopicPartitionCounts",
     "as_bytes",
-    "handle_produce_response",
-    "retry_at_s",
     "topic_error",
 ]
 
@@ -92,20 +91,6 @@ class TopicPartitionCounts:
                 self.counts[name] = len(info.partitions)
 
 
-def retry_at_s(
-    config: ProducerConfig, batch: Batch, error: BaseException, now_s: float
-) -> float | None:
-    """When to send ``batch`` again after ``error``, or ``None`` if it must fail: the error is
-    not retriable, the batch has had ``retries`` retries, or the backoff (``retry_backoff_ms``
-    doubling per attempt up to ``retry_backoff_max_ms``) would end past its delivery
-    deadline (``delivery_timeout_ms`` after it was created)."""
-    if not getattr(error, "retriable", False) or batch.attempts > config.retries:
-        return None
-    delay_ms = backoff_ms(batch.attempts - 1, config.retry_backoff_ms, config.retry_backoff_max_ms)
-    at_s = now_s + delay_ms / 1000
-    return at_s if at_s < batch.deadline_s else None
-
-
 def topic_error(topic: str, info: TopicMetadata | None) -> KafkaError | None:
     """The error that keeps records from being sent to ``topic``, if any."""
     if info is None:
@@ -118,49 +103,6 @@ def topic_error(topic: str, info: TopicMetadata | None) -> KafkaError | None:
     if not info.partitions:
         return for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"topic {topic!r} has no partitions yet")
     return None
-
-
-def handle_produce_response(
-    batches: list[Batch], response: Any, error: BaseException | None
-) -> Iterator[tuple[Batch, BaseException | None]]:
-    """Complete every successful batch; yield ``(batch, None)`` for those and
-    ``(batch, error)`` for the failed ones (the caller retries or fails them).
-
-    ``response`` is ``None`` with ``error`` for a failed request, and ``None`` without an error
-    for acks=0 (the batches complete with offset -1)."""
-    if response is not None and response.error_code:  # the whole request failed
-        error = for_code(response.error_code, response.error_message)
-    if error is not None:
-        for batch in batches:
-            yield batch, error
-        return
-    if response is None:
-        for batch in batches:
-            batch.complete()
-            yield batch, None
-        return
-    assert isinstance(response, m.ProduceResponse)
-    results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
-    for batch in batches:
-        part = results.get(batch.tp)
-        if part is None:
-            yield (
-                batch,
-                for_code(
-                    ErrorCode.UNKNOWN_SERVER_ERROR,
-                    f"no result for {batch.tp} in the Produce response",
-                ),
-            )
-        elif part.error_code:
-            yield (
-                batch,
-                for_code(
-                    part.error_code, f"{batch.tp.topic}-{batch.tp.partition}: {part.error_message}"
-                ),
-            )
-        else:
-            batch.complete(part.base_offset, part.log_append_time_ms)
-            yield batch, None
 
 
 class ProducerCore:
@@ -223,7 +165,7 @@ class ProducerCore:
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
         self._tail_append = self._appender.append
         # the sender's state, changed under the face's _locked() (see _sender_round)
-        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}  # seq -> (sent at, batches)
+        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}  # seq -> (taken at, batches)
         self._request_seq = 0
         self._flushing = 0  # flush() calls under way: every open batch is closed at once
         self._closing = False
@@ -380,34 +322,40 @@ class ProducerCore:
 
     def _sender_round(
         self, now_s: float
-    ) -> tuple[list[Batch], Op[None] | None, float | None] | None:
+    ) -> tuple[int, list[Batch], Op[None] | None, float | None] | None:
         """What the sender does next: close the batches whose ``linger_ms`` passed (every one
         while flushing or closing), then, if fewer than ``max_in_flight`` requests are out,
         take the batches of the next Produce request (at most one per partition: see
-        ``Accumulator.take_ready``). Returns ``(batches, refresh, wait_s)``: send ``batches``
-        if there are any, then run ``refresh`` unless it is ``None`` (the metadata refresh,
-        when due: :class:`TopicPartitionCounts`); else wait ``wait_s`` seconds (``None``:
-        until woken) before the next round. ``None`` once the producer is closing and nothing
-        is left to send or to await: the sender stops."""
+        ``Accumulator.take_ready``). Returns ``(seq, batches, refresh, wait_s)``: send
+        ``batches`` if there are any (they are in flight from now, under ``seq`` in
+        ``_in_flight``, so a flush or a close sees them while they are being sent; the face
+        removes the entry when the request ends), then run ``refresh`` unless it is ``None``
+        (the metadata refresh, when due: :class:`TopicPartitionCounts`); else wait ``wait_s``
+        seconds (``None``: until woken) before the next round. ``None`` once the producer is
+        closing and nothing is left to send or to await: the sender stops."""
         acc = self._acc
         cfg = self.config
         closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
         if len(self._in_flight) < cfg.max_in_flight:
             batches = acc.take_ready(now_s, cfg.max_request_size)
             if batches:
+                self._request_seq += 1
+                self._in_flight[self._request_seq] = (now_s, batches)
                 topics = self._metadata.due(now_s)
-                return batches, None if topics is None else self._refresh_op(topics), 0.0
+                refresh = None if topics is None else self._refresh_op(topics)
+                return self._request_seq, batches, refresh, 0.0
         if self._closing and not self._in_flight and not acc.unfinished():
             return None
         if not closed_all:  # a due tail was being appended to: try again soon
-            return [], None, _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
-        return [], None, acc.next_wakeup_s(now_s)
+            return 0, [], None, _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
+        return 0, [], None, acc.next_wakeup_s(now_s)
 
-    def _track(self, batches: list[Batch]) -> int:
-        """Count the request of ``batches`` in flight from now; its key in ``_in_flight``."""
-        self._request_seq += 1
-        self._in_flight[self._request_seq] = (time.monotonic(), batches)
-        return self._request_seq
+    def _memory_timeout(self) -> KafkaTimeoutError:
+        """What ``send`` raises when ``buffer_memory`` stays full for ``max_block_ms``."""
+        cfg = self.config
+        return KafkaTimeoutError(
+            f"buffer_memory of {cfg.buffer_memory} bytes full for {cfg.max_block_ms} ms"
+        )
 
     def _pending(self) -> list[Batch]:
         """Every batch not completed yet: open, ready or in flight."""
@@ -428,7 +376,7 @@ class ProducerCore:
 
     def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
         """Complete ``batches`` from a response (or a request error): every batch succeeds,
-        fails, or (if :func:`retry_at_s` allows it and the producer is not closed) goes back
+        fails, or (if ``retry_at_s`` allows it and the producer is not closed) goes back
         to the front of the ready queue; the bytes of the others are freed."""
         retry: list[Batch] = []
         freed_bytes = 0

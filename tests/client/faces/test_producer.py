@@ -204,3 +204,19 @@ def test_flush_raises_when_its_timeout_passes(face: Face, topic: str) -> None:
             producer.flush(0)  # no broker answers in no time
         producer.flush(10)
         assert delivery.result().offset == 1
+
+
+def test_send_raises_kafka_timeout_when_buffer_memory_stays_full(face: Face, topic: str) -> None:
+    """``send`` waits up to ``max_block_ms`` for buffer memory, then raises KafkaTimeoutError
+    on every face (the async one raised the built-in TimeoutError)."""
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, 1)])
+    # a lingering batch holds the only bytes the producer may buffer until the flush
+    with face.producer(linger_ms=60_000, buffer_memory=1, max_block_ms=200) as producer:
+        first = producer.send(topic, b"x" * 100, b"key")
+        started_s = time.monotonic()
+        with pytest.raises(KafkaTimeoutError, match="buffer_memory of 1 bytes full for 200 ms"):
+            producer.send(topic, b"y", b"key")
+        assert time.monotonic() - started_s >= 0.15  # it waited, it did not fail at once
+        producer.flush(10)
+        assert first.result().offset == 0

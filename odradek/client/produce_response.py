@@ -1,0 +1,80 @@
+"""What a Produce answer means for each of its batches, and whether a failed batch is sent again:
+the producer's response handling, written once for both faces (no I/O here).
+
+:func:`handle_produce_response` completes the batches that succeeded and names the error of
+each one that failed (a failed request fails them all); :func:`retry_at_s` decides, for each
+failed batch, when it is sent again or that it fails for good. The caller
+(``ProducerCore._complete``) puts the retried batches back at the front of the ready queue
+and completes the others with their error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from odradek.client.accumulator import Batch
+from odradek.client.config import ProducerConfig
+from odradek.client.core import backoff_ms
+from odradek.client.errors import for_code
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+
+__all__ = ["handle_produce_response", "retry_at_s"]
+
+
+def handle_produce_response(
+    batches: list[Batch], response: Any, error: BaseException | None
+) -> Iterator[tuple[Batch, BaseException | None]]:
+    """Complete every successful batch; yield ``(batch, None)`` for those and
+    ``(batch, error)`` for the failed ones (the caller retries or fails them).
+
+    ``response`` is ``None`` with ``error`` for a failed request, and ``None`` without an error
+    for acks=0 (the batches complete with offset -1)."""
+    if response is not None and response.error_code:  # the whole request failed
+        error = for_code(response.error_code, response.error_message)
+    if error is not None:
+        for batch in batches:
+            yield batch, error
+        return
+    if response is None:
+        for batch in batches:
+            batch.complete()
+            yield batch, None
+        return
+    assert isinstance(response, m.ProduceResponse)
+    results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
+    for batch in batches:
+        part = results.get(batch.tp)
+        if part is None:
+            yield (
+                batch,
+                for_code(
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"no result for {batch.tp} in the Produce response",
+                ),
+            )
+        elif part.error_code:
+            yield (
+                batch,
+                for_code(
+                    part.error_code, f"{batch.tp.topic}-{batch.tp.partition}: {part.error_message}"
+                ),
+            )
+        else:
+            batch.complete(part.base_offset, part.log_append_time_ms)
+            yield batch, None
+
+
+def retry_at_s(
+    config: ProducerConfig, batch: Batch, error: BaseException, now_s: float
+) -> float | None:
+    """When to send ``batch`` again after ``error``, or ``None`` if it must fail: the error is
+    not retriable, the batch has had ``retries`` retries, or the backoff (``retry_backoff_ms``
+    doubling per attempt up to ``retry_backoff_max_ms``) would end past its delivery
+    deadline (``delivery_timeout_ms`` after it was created)."""
+    if not getattr(error, "retriable", False) or batch.attempts > config.retries:
+        return None
+    delay_ms = backoff_ms(batch.attempts - 1, config.retry_backoff_ms, config.retry_backoff_max_ms)
+    at_s = now_s + delay_ms / 1000
+    return at_s if at_s < batch.deadline_s else None
