@@ -25,11 +25,12 @@ from odradek.protocol.record_batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
+    Buffer,
     Compression,
 )
 from odradek.protocol.varint import encode_varint
 
-__all__ = ["BatchBuilder", "encode_batch"]
+__all__ = ["BatchBuilder", "batch_header", "encode_batch", "encode_record"]
 
 _ZERO = b"\x00"
 _NULL = encode_varint(-1)
@@ -39,8 +40,8 @@ _NO_HEADERS = encode_varint(0)
 class BatchBuilder:
     """Accumulates records into one v2 batch; :meth:`build` returns its bytes.
 
-    Records are encoded as they are appended, into a list of byte strings joined once by
-    :meth:`build`: per record, a handful of table lookups and one ``list.extend``.
+    Records are encoded as they are appended (:func:`encode_record`), into a list of byte
+    strings joined once by :meth:`build`.
     """
 
     __slots__ = ("_base_ts", "_body_bytes", "_compression", "_count", "_max_ts", "_parts")
@@ -75,32 +76,9 @@ class BatchBuilder:
         if timestamp_ms > self._max_ts:
             self._max_ts = timestamp_ms
         delta = self._count
-        ts_delta = encode_varint(timestamp_ms - base_ts)
-        offset_delta = encode_varint(delta)
-        if key is None:
-            key_len, key = _NULL, b""
-        else:
-            key_len = encode_varint(len(key))
-        if value is None:
-            value_len, value = _NULL, b""
-        else:
-            value_len = encode_varint(len(value))
-        header_bytes = _encode_headers(headers) if headers else _NO_HEADERS
-        length = (
-            1
-            + len(ts_delta)
-            + len(offset_delta)
-            + len(key_len)
-            + len(key)
-            + len(value_len)
-            + len(value)
-            + len(header_bytes)
-        )
-        prefix = encode_varint(length)
-        self._parts.extend(
-            (prefix, _ZERO, ts_delta, offset_delta, key_len, key, value_len, value, header_bytes)
-        )
-        self._body_bytes += len(prefix) + length
+        record = encode_record(delta, timestamp_ms - base_ts, key, value, headers)
+        self._parts.append(record)
+        self._body_bytes += len(record)
         self._count = delta + 1
         return delta
 
@@ -126,21 +104,96 @@ class BatchBuilder:
             attributes |= ATTR_TRANSACTIONAL
         if log_append_time:
             attributes |= ATTR_LOG_APPEND_TIME
-        tail = HEADER_TAIL.pack(
-            attributes,
-            self._count - 1,
-            self._base_ts,
-            self._max_ts,
-            producer_id,
-            producer_epoch,
-            base_sequence,
+        header = batch_header(
+            body,
             self._count,
+            self._base_ts,  # type: ignore[arg-type]
+            self._max_ts,
+            attributes,
+            base_offset=base_offset,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            partition_leader_epoch=partition_leader_epoch,
         )
-        crc = crc32c(body, crc32c(tail))
-        prefix = HEADER_PREFIX.pack(
-            base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, crc
+        return header + body
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | None]] | None = None,
+) -> bytes:
+    """One record's bytes (the layout in :mod:`odradek.protocol.records`), length first: the
+    one pure-Python record encoder (:class:`BatchBuilder`, and the client's pure-Python record
+    buffer, ``odradek.client.record_buffer``)."""
+    if key is None:
+        key_len, key = _NULL, b""
+    else:
+        key_len = encode_varint(len(key))
+    if value is None:
+        value_len, value = _NULL, b""
+    else:
+        value_len = encode_varint(len(value))
+    ts_delta = encode_varint(timestamp_delta)
+    delta = encode_varint(offset_delta)
+    header_bytes = _encode_headers(headers) if headers else _NO_HEADERS
+    length = (
+        1
+        + len(ts_delta)
+        + len(delta)
+        + len(key_len)
+        + len(key)
+        + len(value_len)
+        + len(value)
+        + len(header_bytes)
+    )
+    return b"".join(
+        (
+            encode_varint(length),
+            _ZERO,
+            ts_delta,
+            delta,
+            key_len,
+            key,
+            value_len,
+            value,
+            header_bytes,
         )
-        return b"".join((prefix, tail, body))
+    )
+
+
+def batch_header(
+    body: Buffer,
+    count: int,
+    base_timestamp_ms: int,
+    max_timestamp_ms: int,
+    attributes: int,
+    *,
+    base_offset: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """The 61-byte header of a batch of ``count`` records whose (compressed) records section
+    is ``body``, with its CRC-32C over bytes 21..end (the header's tail, then ``body``: a
+    large ``body`` is checksummed with the GIL released and never copied)."""
+    tail = HEADER_TAIL.pack(
+        attributes,
+        count - 1,
+        base_timestamp_ms,
+        max_timestamp_ms,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    crc = crc32c(body, crc32c(tail))
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    return HEADER_PREFIX.pack(base_offset, length, partition_leader_epoch, 2, crc) + tail
 
 
 def _encode_headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:

@@ -34,25 +34,20 @@ path does not wait for memory (the locked path does, before it opens a batch): t
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from crc32c import crc32c
-
 from odradek.client.record_buffer import RecordBuffer
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
+from odradek.protocol.batch_builder import batch_header
 from odradek.protocol.frames import Buffer
 from odradek.protocol.record_batch import Compression
 
-__all__ = ["BATCH_HEADER_BYTES", "Accumulator", "Batch", "encode_batch"]
+__all__ = ["Accumulator", "Batch", "encode_batch"]
 
-_PREFIX = struct.Struct(">qiibI")
-_TAIL = struct.Struct(">hiqqqhii")
-BATCH_HEADER_BYTES = 61
 _LOCK = threading.Lock()  # guards batch completion vs. callback registration
 
 
@@ -356,9 +351,7 @@ def encode_batch(batch: Batch, compression: Compression = Compression.NONE) -> l
     body = records.body()
     if compression:
         body = _compression.compress(compression, body)
-    first_ts = records.first_timestamp_ms
-    tail = _TAIL.pack(
-        int(compression), count - 1, first_ts, records.max_timestamp_ms, -1, -1, -1, count
+    header = batch_header(
+        body, count, records.first_timestamp_ms, records.max_timestamp_ms, int(compression)
     )
-    crc = crc32c(body, crc32c(tail))  # releases the GIL over large buffers
-    return [_PREFIX.pack(0, 49 + len(body), -1, 2, crc) + tail, body]
+    return [header, body]

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from odradek.client.accumulator import BATCH_HEADER_BYTES, Accumulator, Batch
+from odradek.client.accumulator import Accumulator, Batch
 from odradek.client.config import ProducerConfig, options_of
 from odradek.client.core import backoff_ms
 from odradek.client.drivers import Sleep, operation
@@ -37,6 +37,7 @@ from odradek.client.record_buffer import TailAppender, record_size
 from odradek.client.types import TopicMetadata, TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.record_batch import HEADER_SIZE
 
 __all__ = [
     "ProducerCore",
@@ -150,7 +151,7 @@ class ProducerCore:
         self._sticky = self._partitioner.kind == "default"  # null keys: one partition a batch
         self._client = self._io = self._client_type(config=cfg)
         # a batch (61-byte header + records) never exceeds max_request_size
-        self._max_record_bytes = cfg.max_request_size - BATCH_HEADER_BYTES
+        self._max_record_bytes = cfg.max_request_size - HEADER_SIZE
         self._metadata = TopicPartitionCounts(cfg.metadata_max_age_ms, time.monotonic())
         self._partition_counts = self._metadata.counts  # read by send() (hot path)
         self._acc = Accumulator(

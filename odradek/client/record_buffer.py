@@ -7,8 +7,8 @@ below. :data:`RecordBuffer` and :data:`TailAppender` name the one in use; the te
 :class:`PyRecordBuffer` keeps a batch's records as columns (values, keys, timestamps, headers)
 and encodes them once, in :meth:`~PyRecordBuffer.body`, into a RecordBatch v2 *records
 section* (what follows the 61-byte batch header; record layout in ``odradek.protocol.records``)
-with :mod:`odradek.client.record_encoding`. The C buffer encodes each record as it is
-appended. Both keep:
+with :func:`odradek.protocol.batch_builder.encode_record`. The C buffer encodes each record as
+it is appended. Both keep:
 
 - ``size_bytes``: the producer's *estimate* of the records' size, checked against
   ``batch_size`` and ``buffer_memory``: per record :func:`record_size` — key + value +
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from odradek.client import native
-from odradek.client.record_encoding import encode_records
+from odradek.protocol.batch_builder import encode_record
 
 __all__ = [
     "RECORD_OVERHEAD_BYTES",
@@ -155,8 +155,16 @@ class PyRecordBuffer:
         return start
 
     def body(self) -> bytes:
-        """The encoded records (:func:`odradek.client.record_encoding.encode_records`)."""
-        return encode_records(self.keys, self.values, self.timestamps, self.headers)
+        """The encoded records, one at a time (the layout's one pure-Python encoder)."""
+        base_ts = self.first_timestamp_ms
+        headers = self.headers
+        records = zip(self.keys, self.values, self.timestamps, strict=True)
+        return b"".join(
+            [
+                encode_record(i, ts - base_ts, key, value, headers.get(i))
+                for i, (key, value, ts) in enumerate(records)
+            ]
+        )
 
 
 def _checked(headers: Sequence[tuple[str, bytes | None]]) -> Headers:
