@@ -23,7 +23,7 @@ from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember
 from odradek.client.group_driver import AsyncGroup
-from odradek.client.lifetime import AsyncLifetime
+from odradek.client.lifetime import AsyncLifetime, task_group
 from odradek.client.types import ConsumerRecord, TopicPartition
 
 __all__ = ["AsyncConsumer"]
@@ -60,21 +60,13 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             await self._client.connection()
             self._need_fetch = anyio.Event()
             self._data = anyio.Event()
-            body_error = None
-            async with anyio.create_task_group() as tg:
+            async with task_group(_cancel) as tg:
                 self._tg = tg
                 entered = True
                 tg.start_soon(self._fetch_loop)
                 if self._group is not None:
                     tg.start_soon(self._group.loop)
-                try:
-                    yield
-                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
-                    body_error = exc
-                finally:
-                    tg.cancel_scope.cancel()
-            if body_error is not None:
-                raise body_error
+                yield
         finally:
             self._tg = None
             try:
@@ -183,3 +175,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
                 raise StopAsyncIteration
             self._iterator = [r for records in batch.values() for r in records][::-1]
         return self._iterator.pop()
+
+
+def _cancel(tg: anyio.abc.TaskGroup) -> None:
+    tg.cancel_scope.cancel()

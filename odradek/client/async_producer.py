@@ -24,7 +24,7 @@ from odradek.client.async_client import AsyncClient
 from odradek.client.drivers import async_face
 from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from odradek.client.futures import DeliveryHandle, batch_done
-from odradek.client.lifetime import AsyncLifetime
+from odradek.client.lifetime import AsyncLifetime, task_group
 from odradek.client.ops import Op
 from odradek.client.producer_core import Placed, ProducerCore
 
@@ -79,23 +79,19 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             self._wake = anyio.Event()
             self._progress = anyio.Event()
             self._appender.closed = False
-            body_error = None
-            async with anyio.create_task_group() as tg:
+            async with task_group(self._stop_accepting) as tg:
                 self._tg = tg
                 tg.start_soon(self._run_sender)
-                try:
-                    yield
-                except Exception as exc:  # the body's: raised as it is, not in an ExceptionGroup
-                    body_error = exc
-                finally:
-                    self._closing = True
-                    self._appender.closed = True
-                    self._notify()
-            if body_error is not None:
-                raise body_error
+                yield
         finally:
             self._tg = None
             await self._client.close()
+
+    def _stop_accepting(self, tg: anyio.abc.TaskGroup) -> None:
+        """The body ended: ``send`` refuses records; the sender delivers what is queued."""
+        self._closing = True
+        self._appender.closed = True
+        self._notify()
 
     def _notify(self) -> None:
         if self._wake is not None:

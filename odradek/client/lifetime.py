@@ -2,8 +2,9 @@
 
 A face (:class:`~odradek.client.async_producer.AsyncProducer`,
 :class:`~odradek.client.async_consumer.AsyncConsumer`) defines ``_running()``: an async context
-manager that connects, enters the face's task group with ``async with``, starts its tasks, yields
-while the face runs, and on the way out winds them down (what that means is the face's to say).
+manager that connects, enters the face's task group with ``async with`` (:func:`task_group`),
+starts its tasks, yields while the face runs, and on the way out winds them down (what that
+means is the face's to say).
 :class:`AsyncLifetime` holds that context open between ``__aenter__`` and ``__aexit__`` (or
 ``start`` and ``stop``) in an :class:`contextlib.AsyncExitStack`.
 
@@ -15,12 +16,36 @@ cancels the face's tasks with it.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Self
+
+import anyio
+import anyio.abc
 
 from odradek.client.errors import KafkaError
 
-__all__ = ["AsyncLifetime"]
+__all__ = ["AsyncLifetime", "task_group"]
+
+
+@asynccontextmanager
+async def task_group(
+    wind_down: Callable[[anyio.abc.TaskGroup], None],
+) -> AsyncIterator[anyio.abc.TaskGroup]:
+    """A face's task group, for ``_running`` to enter with ``async with``: when the body ends
+    (normally or not), ``wind_down(tg)`` tells the tasks to finish (or cancels them), then the
+    group waits for them. An exception of the body comes out as itself, not in an
+    ``ExceptionGroup`` (the tasks' own failures still come out grouped)."""
+    body_error: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        try:
+            yield tg
+        except Exception as exc:
+            body_error = exc
+        finally:
+            wind_down(tg)
+    if body_error is not None:
+        raise body_error
 
 
 class AsyncLifetime:

@@ -171,3 +171,23 @@ async def test_getmany_of_given_partitions_leaves_the_others_buffered(
         got = await consumer.getmany(tp1, tp0, timeout_ms=0)
         assert got == {tp0: got[tp0]} and [r.value for r in got[tp0]] == [b"4"]
         assert await consumer.position(tp0) == 3 and await consumer.position(tp1) == 3
+
+
+class BodyFailed(Exception):
+    """Raised inside ``async with`` by the test below."""
+
+
+async def test_an_exception_in_the_body_comes_out_as_itself(bootstrap: str, topic: str) -> None:
+    """Leaving ``async with`` by an exception: the face's task group winds down (the producer
+    still delivers what was queued) and the exception comes out as itself, not in an
+    ExceptionGroup."""
+    with pytest.raises(BodyFailed):
+        async with AsyncProducer(bootstrap, linger_ms=60_000) as producer:
+            handle = await producer.send(topic, b"queued before the failure")
+            raise BodyFailed
+    assert (await handle).offset == 0
+    with pytest.raises(BodyFailed):
+        async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
+            c.assign([TopicPartition(topic, 0)])
+            assert len((await c.getmany(timeout_ms=5000))[TopicPartition(topic, 0)]) == 1
+            raise BodyFailed
