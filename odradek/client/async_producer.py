@@ -122,6 +122,8 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                     await self._progress.wait()
             if acc.buffered_bytes >= cfg.buffer_memory:
                 raise self._memory_timeout()
+        if self._closing:  # stop() began while this send waited: the sender may be gone
+            raise KafkaError("producer is stopping")
         added = self._add(placed, tail, _monotonic())
         assert added is not None  # one thread: a tail is never held by another
         batch, index, fresh = added
@@ -165,8 +167,7 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
                 raise KafkaConnectionError("Produce request timed out") from None
         except KafkaError as exc:
             error = exc
-        del self._in_flight[seq]
-        self._complete(batches, response, error)
+        self._complete(seq, response, error)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued so far and wait for each batch to complete."""

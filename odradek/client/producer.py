@@ -133,24 +133,20 @@ class Producer(ProducerCore):
         try:
             future = self._client.connection().submit(request, raw)
         except KafkaError as exc:
-            self._request_ended(seq, None, exc)
+            self._complete(seq, None, exc)
             return
         if future is None:  # acks=0: no response; offsets unknown
-            self._request_ended(seq, None, None)
-        else:
-            future.add_done_callback(lambda f: self._request_ended(seq, *_outcome(f)))
-
-    def _request_ended(self, seq: int, response: Any, error: BaseException | None) -> None:
-        with self._lock:
-            entry = self._in_flight.pop(seq, None)
-            self._wake.notify()
-        if entry is not None:  # else already failed by close()
-            self._complete(entry[1], response, error)
+            self._complete(seq, None, None)
+            return
+        with self._lock:  # on the wire: request_timeout_ms counts from now
+            if seq in self._in_flight:  # (not if close() gave up on it meanwhile)
+                self._in_flight[seq] = (_monotonic(), batches)
+        future.add_done_callback(lambda f: self._complete(seq, *_outcome(f)))
 
     def _stale_connection(self, now: float) -> BlockingConnection | None:
         """The connection, if a request on it waited longer than request_timeout_ms."""
         limit_s = self.config.request_timeout_ms / 1000
-        if any(now - sent > limit_s for sent, _ in self._in_flight.values()):
+        if any(sent is not None and now - sent > limit_s for sent, _ in self._in_flight.values()):
             return self._client.open_connection()
         return None
 

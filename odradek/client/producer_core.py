@@ -166,7 +166,8 @@ class ProducerCore:
         self._appender = TailAppender(self._acc.tails, self._acc.batch_size, self._delivery_type)
         self._tail_append = self._appender.append
         # the sender's state, changed under the face's _locked() (see _sender_round)
-        self._in_flight: dict[int, tuple[float, list[Batch]]] = {}  # seq -> (taken at, batches)
+        # seq -> (when it was sent, or None while it is not on the wire, batches)
+        self._in_flight: dict[int, tuple[float | None, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0  # flush() calls under way: every open batch is closed at once
         self._closing = False
@@ -330,7 +331,8 @@ class ProducerCore:
         ``Accumulator.take_ready``). Returns ``(seq, batches, refresh, wait_s)``: send
         ``batches`` if there are any (they are in flight from now, under ``seq`` in
         ``_in_flight``, so a flush or a close sees them while they are being sent; the face
-        removes the entry when the request ends), then run ``refresh`` unless it is ``None``
+        stamps the entry when the request is on the wire and ends it with :meth:`_complete`),
+        then run ``refresh`` unless it is ``None``
         (the metadata refresh, when due: :class:`TopicPartitionCounts`); else wait ``wait_s``
         seconds (``None``: until woken) before the next round. ``None`` once the producer is
         closing and nothing is left to send or to await: the sender stops."""
@@ -341,7 +343,7 @@ class ProducerCore:
             batches = acc.take_ready(now_s, cfg.max_request_size)
             if batches:
                 self._request_seq += 1
-                self._in_flight[self._request_seq] = (now_s, batches)
+                self._in_flight[self._request_seq] = (None, batches)
                 topics = self._metadata.due(now_s)
                 refresh = None if topics is None else self._refresh_op(topics)
                 return self._request_seq, batches, refresh, 0.0
@@ -375,14 +377,22 @@ class ProducerCore:
             with self._locked():
                 self._flushing -= 1
 
-    def _complete(self, batches: list[Batch], response: Any, error: BaseException | None) -> None:
-        """Complete ``batches`` from a response (or a request error): every batch succeeds,
-        fails, or (if ``retry_at_s`` allows it and the producer is not closed) goes back
-        to the front of the ready queue; the bytes of the others are freed."""
+    def _complete(self, seq: int, response: Any, error: BaseException | None) -> None:
+        """End request ``seq`` from its response (or its error): every batch succeeds, fails,
+        or (if ``retry_at_s`` allows it and the producer is not closed) goes back to the front
+        of the ready queue; the bytes of the others are freed. The request leaves
+        ``_in_flight`` only with its retried batches back in the queue, under the same
+        ``_locked()``, so a flush or a close never misses a batch; the batches are completed
+        (their callbacks run) with no lock held. Nothing if ``close()`` gave up on it first."""
+        with self._locked():
+            entry = self._in_flight.get(seq)
+            if entry is None:
+                return
+            self._in_flight[seq] = (None, entry[1])  # answered: no request timeout any more
         retry: list[Batch] = []
         freed_bytes = 0
         now_s = time.monotonic()
-        for batch, outcome in handle_produce_response(batches, response, error):
+        for batch, outcome in handle_produce_response(entry[1], response, error):
             if outcome is not None:
                 at_s = None if self._closed else retry_at_s(self.config, batch, outcome, now_s)
                 if at_s is not None:
@@ -392,4 +402,5 @@ class ProducerCore:
                 batch.complete(error=outcome)
             freed_bytes += batch.size_bytes
         with self._locked():
-            self._acc.settle(retry, freed_bytes)
+            if self._in_flight.pop(seq, None) is not None:  # else close() failed them all
+                self._acc.settle(retry, freed_bytes)

@@ -1,29 +1,38 @@
-"""The blocking producer's sender thread, at the moment a request is being written: the batches
-it took are in flight from the moment they leave the accumulator, so a ``flush`` (or a
-``close``) that runs while the request is being written waits for them."""
+"""The blocking producer's sender thread around one request: while the request is written,
+while its answer is completed, and how long it may take. The batches of a request count as in
+flight from the moment they leave the accumulator until they are completed or back in it, so a
+``flush`` (or a ``close``) never misses them; ``request_timeout_ms`` counts from the moment the
+request is on the wire."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
-from odradek.client import KafkaTimeoutError, Producer
+from odradek.client import KafkaConnectionError, KafkaTimeoutError, Producer, producer_core
 
 
 class HeldConnection:
-    """A real connection whose ``submit`` waits until the test lets it go (as a socket whose
-    send buffer is full would), and says when a request has reached it."""
+    """A real connection whose ``submit`` first says a request reached it, then waits until
+    the test lets it go (as a socket whose send buffer is full would), or fails once."""
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, *, fail_once: bool = False) -> None:
         self.connection = connection
         self.reached = threading.Event()
         self.release = threading.Event()
+        self.fail_once = fail_once
+        if fail_once:
+            self.release.set()
 
     def submit(self, request: Any, raw: Any = b"") -> Any:
         self.reached.set()
         assert self.release.wait(30)
+        if self.fail_once:
+            self.fail_once = False
+            raise KafkaConnectionError("the connection broke (a test)")
         return self.connection.submit(request, raw)
 
 
@@ -35,8 +44,50 @@ def test_flush_waits_for_a_request_being_written(bootstrap: str, topic: str) -> 
         delivery = producer.send(topic, b"second", b"k")
         assert held.reached.wait(10)  # the sender took the batch and is writing it
         with pytest.raises(KafkaTimeoutError):
-            producer.flush(0.2)  # before the fix: returned at once, the batch in no list
+            producer.flush(0.2)  # before: returned at once, the batch in no list
         assert not delivery.done()
         held.release.set()
         producer.flush(10)
         assert delivery.result().offset == 1
+
+
+def test_flush_waits_for_a_batch_on_its_way_back_to_the_queue(
+    bootstrap: str, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retriable failure: between the decision to retry and the batch's return to the
+    ready queue (no lock held), the batch is still pending for a flush."""
+    with Producer(bootstrap, linger_ms=0) as producer:
+        producer.send(topic, b"first", b"k").result(10)
+        failing = HeldConnection(producer._client.connection(), fail_once=True)
+        producer._client.connection = lambda: failing  # type: ignore[method-assign]
+        deciding, decide = threading.Event(), threading.Event()
+        retry_at_s = producer_core.retry_at_s
+
+        def held_retry_at_s(*args: Any) -> float | None:
+            deciding.set()
+            assert decide.wait(30)
+            return retry_at_s(*args)
+
+        monkeypatch.setattr(producer_core, "retry_at_s", held_retry_at_s)
+        delivery = producer.send(topic, b"second", b"k")
+        assert deciding.wait(10)  # the request failed; its batch is being settled
+        with pytest.raises(KafkaTimeoutError):
+            producer.flush(0.2)  # before: returned at once, the batch in no list
+        decide.set()
+        producer.flush(10)
+        assert delivery.result().offset == 1
+
+
+def test_request_timeout_counts_from_the_write(bootstrap: str, topic: str) -> None:
+    """A request that waited for its connection longer than ``request_timeout_ms`` before it
+    was written is not stale: it is answered (it was failed and, with retries, sent twice)."""
+    with Producer(bootstrap, linger_ms=0, request_timeout_ms=500, retries=0) as producer:
+        producer.send(topic, b"first", b"k").result(10)
+        connection = producer._client.connection
+
+        def slow_connection() -> Any:  # a reconnection that takes its time
+            time.sleep(0.8)
+            return connection()
+
+        producer._client.connection = slow_connection  # type: ignore[method-assign]
+        assert producer.send(topic, b"second", b"k").result(10).offset == 1
