@@ -20,16 +20,19 @@
  *     headersCount    varint
  *       headerKeyLength varint, headerKey, headerValueLength varint (-1 null), headerValue
  *
- * Varints are zig-zag LEB128 of at most 10 bytes, decoded exactly as the Python twin decodes
- * them: any field may take up to 10 bytes (up to 70 bits). Every varint, and every position,
- * is held in a 128-bit integer (`wide`), so no sum below can overflow: positions start below
- * 2^63 and a field adds at most 2^69 to one, and a position at or past the end of the body is
- * never read (every byte read is at an index below `len`, checked first).
+ * Varints are zig-zag LEB128, read as Kafka reads them (ByteUtils.readVarint/readVarlong) and
+ * as the consumers and the broker's own reads do (protocol/records.py `varint`, `varlong`): an
+ * int32 field in at most 5 bytes whose fifth holds no bit past 32, the int64 timestampDelta in
+ * at most 10 whose tenth holds no bit past 64 (non-minimal encodings are accepted). Every
+ * varint, and every position, is held in a 128-bit integer (`wide`), so no sum below can
+ * overflow: positions start below 2^63 and a field adds at most 2^64 to one, and a position
+ * at or past the end of the body is never read (every byte read is at an index below `len`,
+ * checked first).
  *
  * Rules, checked in this order for each record i (any failure raises
  * protocol.record_batch.InvalidRecordError, "record i: ..."):
  *   1. a record starts before the end of the body ("batch declares N records but holds i");
- *   2. every varint has a byte to read and ends within 10 bytes;
+ *   2. every varint has a byte to read and fits its field (above);
  *   3. 6 <= length and the record ends within the body (record_end = pos + length);
  *   4. offsetDelta == i;
  *   5. keyLength >= -1 (-1: the batch has a keyless record);
@@ -55,7 +58,6 @@
 typedef __int128 wide;
 
 #define MIN_RECORD_BYTES 6 /* attributes, then five one-byte varints */
-#define MAX_VARINT_BYTES 10
 #define RELEASE_GIL_BYTES (64 * 1024)
 
 static PyObject *invalid_record_error; /* protocol.record_batch.InvalidRecordError */
@@ -66,6 +68,7 @@ typedef enum {
     MISSING_RECORDS,
     VARINT_TRUNCATED,
     VARINT_TOO_LONG,
+    VARLONG_TOO_LONG,
     BAD_LENGTH,
     BAD_OFFSET_DELTA,
     BAD_KEY_LENGTH,
@@ -92,9 +95,11 @@ typedef struct {
     wide pos;
 } Cursor;
 
-/* The zig-zag varint at c->pos (at most 10 bytes, all below c->len) into *out. */
+/* The zig-zag varint at c->pos into *out: its bytes all below c->len, the one at bit `last_shift`
+ * the last allowed and at most `last_max` (28, 0x0F: an int32 in 5 bytes; 63, 0x01: an int64
+ * in 10); else `too_long`. */
 static inline Rule
-read_varint(Cursor *c, wide *out)
+read_varint(Cursor *c, wide *out, int last_shift, uint8_t last_max, Rule too_long)
 {
     if (c->pos >= c->len)
         return VARINT_TRUNCATED;
@@ -105,11 +110,11 @@ read_varint(Cursor *c, wide *out)
     }
     unsigned __int128 raw = b & 0x7F;
     for (int shift = 7;; shift += 7) {
-        if (shift >= 7 * MAX_VARINT_BYTES)
-            return VARINT_TOO_LONG;
         if (c->pos >= c->len)
             return VARINT_TRUNCATED;
         b = c->buf[(Py_ssize_t)c->pos++];
+        if (shift == last_shift && b > last_max)
+            return too_long;
         raw |= (unsigned __int128)(b & 0x7F) << shift;
         if (b < 0x80)
             break;
@@ -118,12 +123,14 @@ read_varint(Cursor *c, wide *out)
     return OK;
 }
 
-#define READ(target)                                                                       \
+#define READ_VARINT(target, last_shift, last_max, too_long)                                \
     do {                                                                                   \
-        Rule rule_ = read_varint(&c, &(target));                                           \
+        Rule rule_ = read_varint(&c, &(target), last_shift, last_max, too_long);           \
         if (rule_ != OK)                                                                   \
             return fail(f, rule_, i, 0);                                                   \
     } while (0)
+#define READ(target) READ_VARINT(target, 28, 0x0F, VARINT_TOO_LONG)
+#define READ_LONG(target) READ_VARINT(target, 63, 0x01, VARLONG_TOO_LONG)
 
 static Rule
 fail(Failure *f, Rule rule, long long record, wide value)
@@ -176,7 +183,7 @@ walk(const uint8_t *buf, Py_ssize_t len, long long count, long long base_ts, int
         if (length < MIN_RECORD_BYTES || record_end > c.len)
             return fail(f, BAD_LENGTH, i, length);
         c.pos++; /* attributes: unused in v2 */
-        READ(ts_delta);
+        READ_LONG(ts_delta);
         READ(offset_delta);
         if (offset_delta != i)
             return fail(f, BAD_OFFSET_DELTA, i, offset_delta);
@@ -249,7 +256,10 @@ raise_failure(const Failure *f, long long count, long long last_offset_delta, Py
         PyErr_Format(e, "record %lld: varint runs past the end of the buffer", i);
         break;
     case VARINT_TOO_LONG:
-        PyErr_Format(e, "record %lld: varint longer than %d bytes", i, MAX_VARINT_BYTES);
+        PyErr_Format(e, "record %lld: varint longer than 5 bytes or beyond 32 bits", i);
+        break;
+    case VARLONG_TOO_LONG:
+        PyErr_Format(e, "record %lld: varlong longer than 10 bytes or beyond 64 bits", i);
         break;
     case BAD_LENGTH:
         PyErr_Format(e, "record %lld: length %s does not fit the %zd-byte batch body", i, v, len);

@@ -10,13 +10,14 @@ Offsets and timestamps are deltas from the batch header's baseOffset and baseTim
 (:mod:`odradek.protocol.record_batch` has the header; :mod:`odradek.protocol.batch_builder`
 encodes).
 
-Rules, the same as the client's C decoder's (``odradek/client/_record_decoder.c``, whose
-comment lists them; ``tests/client/test_record_decoder.py`` runs the two side by side):
-varints of at most 5 bytes / 32 bits, varlongs of at most 10 bytes / 64 bits (non-minimal
-encodings accepted, as Kafka does); each record's length equal to its fields' size; key,
-value and header value lengths of at least -1 (-1: null, in any encoding); header counts and
-header key lengths of at least 0; UTF-8 header keys; no bytes after the records. A broken
-rule raises CorruptRecordError naming the record.
+Rules, Kafka's, and the same as the consumer's C decoder's (``tests/client/test_record_decoder.py``
+runs the two side by side: they accept and reject the same bodies) and the broker's produce
+validation's (:mod:`odradek.protocol.validate`): varints of at most 5 bytes / 32 bits,
+varlongs of at most 10 bytes / 64 bits (non-minimal encodings accepted, as Kafka does); each
+record's length equal to its fields' size; key, value and header value lengths of at least -1
+(-1: null, in any encoding); header counts and header key lengths of at least 0; UTF-8 header
+keys; no bytes after the records. A broken rule raises CorruptRecordError (naming the record,
+but for an over-long varint); a field running past the body, IndexError.
 
 :func:`record_columns` is the one pure-Python record loop: :func:`decode_records` (the broker's
 reads) and the client's pure-Python decoder (:mod:`odradek.client.record_decoder`) are built
@@ -39,7 +40,15 @@ from odradek.protocol.record_batch import (
     parse_batch_header,
 )
 
-__all__ = ["Record", "RecordColumns", "decode_records", "record_columns"]
+__all__ = [
+    "Headers",
+    "Record",
+    "RecordColumns",
+    "decode_records",
+    "record_columns",
+    "varint",
+    "varlong",
+]
 
 Headers = list[tuple[str, bytes | None]]
 

@@ -12,7 +12,9 @@ is appended, :func:`validate_produced_batch`:
 2. decompresses the body within a :class:`DecompressionBudget`
    (:func:`~odradek.protocol.compression.decompress_bounded`: never more than the budget's
    limit in memory; a bomb is refused, not expanded);
-3. walks every record (layout in :mod:`odradek.protocol.records`): each varint well formed;
+3. walks every record (layout in :mod:`odradek.protocol.records`): each varint well formed,
+   as Kafka reads them (an int32 field in at most 5 bytes, the int64 timestamp delta in at
+   most 10: what the consumers and the broker's own reads accept, no more);
    ``length`` at least 6 and within the body; offset deltas ``0, 1, ..., recordCount - 1``;
    key, value and header lengths ``>= -1`` (header keys ``>= 0``) and within the record; the
    fields ending exactly at ``length``; exactly ``recordCount`` records, then no byte more;
@@ -42,10 +44,12 @@ from odradek.protocol.record_batch import (
     LOG_OVERHEAD,
     BatchHeader,
     Buffer,
+    CorruptRecordError,
     InvalidRecordError,
     validate_client_batch,
 )
-from odradek.protocol.varint import VARINT_TRUNCATED, VarintError, decode_varint
+from odradek.protocol.records import varint, varlong
+from odradek.protocol.varint import VARINT_TRUNCATED
 
 __all__ = [
     "DEFAULT_BATCH_MAX_DECOMPRESSED_BYTES",
@@ -151,7 +155,7 @@ def walk_records(
     the same messages); ``count``, ``base_ts`` and ``last_offset_delta`` are the header's.
 
     A one-byte varint (almost every length and delta) is decoded inline, longer ones by
-    :func:`decode_varint`.
+    :func:`~odradek.protocol.records.varint` and :func:`~odradek.protocol.records.varlong`.
     """
     data = bytes(body)  # indexing bytes is faster than indexing a memoryview
     end = len(data)
@@ -171,7 +175,7 @@ def walk_records(
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                length, pos = decode_varint(data, pos)
+                length, pos = varint(data, pos)
             record_end = pos + length
             if length < _MIN_RECORD_BYTES or record_end > end:
                 raise InvalidRecordError(
@@ -183,13 +187,13 @@ def walk_records(
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                ts_delta, pos = decode_varint(data, pos)
+                ts_delta, pos = varlong(data, pos)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                offset_delta, pos = decode_varint(data, pos)
+                offset_delta, pos = varint(data, pos)
             if offset_delta != delta:
                 raise InvalidRecordError(
                     f"record {delta}: offset delta {offset_delta} (deltas must run 0, 1, ...)"
@@ -199,14 +203,14 @@ def walk_records(
                 key_length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                key_length, pos = decode_varint(data, pos)
+                key_length, pos = varint(data, pos)
             if key_length < 0:
                 keyless = True
                 if key_length < -1:
                     raise InvalidRecordError(f"record {delta}: key length {key_length}")
             else:
                 pos += key_length
-            value_length, pos = decode_varint(data, pos)
+            value_length, pos = varint(data, pos)
             if value_length >= 0:
                 pos += value_length
             elif value_length < -1:
@@ -226,7 +230,9 @@ def walk_records(
             timestamp = base_ts + ts_delta
             if timestamp > max_ts:
                 max_ts = timestamp
-    except VarintError as exc:
+    except InvalidRecordError:
+        raise
+    except CorruptRecordError as exc:  # a varint too long (protocol.records.varint)
         raise InvalidRecordError(f"record {delta}: {exc}") from None
     except IndexError:  # an inline varint's first byte, past the end
         raise InvalidRecordError(f"record {delta}: {VARINT_TRUNCATED}") from None
@@ -239,15 +245,15 @@ def walk_records(
 
 def _skip_headers(data: bytes, pos: int, record_end: int, delta: int) -> int:
     """The position after a record's headers (count, then key and value per header)."""
-    header_count, pos = decode_varint(data, pos)
+    header_count, pos = varint(data, pos)
     if header_count < 0 or header_count > record_end - pos:
         raise InvalidRecordError(f"record {delta}: invalid header count {header_count}")
     for _ in range(header_count):
-        name_length, pos = decode_varint(data, pos)
+        name_length, pos = varint(data, pos)
         if name_length < 0 or pos + name_length > record_end:
             raise InvalidRecordError(f"record {delta}: header key length {name_length}")
         pos += name_length
-        value_length, pos = decode_varint(data, pos)
+        value_length, pos = varint(data, pos)
         if value_length < -1 or pos + value_length > record_end:
             raise InvalidRecordError(f"record {delta}: header value length {value_length}")
         pos += max(value_length, 0)

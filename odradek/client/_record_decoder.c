@@ -1,7 +1,7 @@
 /* odradek.client._record_decoder: the consumer's RecordBatch v2 body decoder, in C. The pure-Python
- * twin is client/record_decoder.py (decode_columns, DecodedRecords); both accept and reject
- * exactly the same bodies and produce the same records, and are tested side by side
- * (tests/client/test_record_decoder.py).
+ * twin is client/record_decoder.py (decode_columns, DecodedRecords) over protocol/records.py's
+ * record loop (record_columns); both accept and reject exactly the same bodies and produce
+ * the same records, and are tested side by side (tests/client/test_record_decoder.py).
  *
  * Input: the records section of one batch (what follows the 61-byte header, decompressed):
  * `count` records back to back, each

@@ -96,6 +96,13 @@ def _zstd(body: bytes) -> bytes:
     return bytes(cramjam.zstd.compress(body))
 
 
+def _overlong_key_length() -> bytes:
+    """A record whose key length (1) takes a non-minimal 6-byte varint: Kafka's readVarint,
+    the consumers and the broker's own reads refuse it, so produce must too."""
+    inner = b"\x00\x00\x00" + b"\x82\x80\x80\x80\x80\x00" + b"k" + encode_varint(1) + b"v\x00"
+    return encode_varint(len(inner)) + inner
+
+
 UNPARSEABLE: dict[str, Callable[[], bytes]] = {
     "fewer-records-than-count": lambda: forge(records(1), 3),
     "more-records-than-count": lambda: forge(records(3), 2),
@@ -105,6 +112,7 @@ UNPARSEABLE: dict[str, Callable[[], bytes]] = {
     "record-length-too-short": lambda: forge(record(0, extra_length=-2), 1),
     "zeros": lambda: forge(b"\0" * 40, 1),
     "bad-varint": lambda: forge(b"\xff" * 40, 1),
+    "varint-longer-than-5-bytes": lambda: forge(_overlong_key_length(), 1),
     "key-overruns-record": lambda: forge(record(0, key=b"k", value=b"") + b"\x02", 1),
     "negative-header-count": lambda: forge(record(0, headers=encode_varint(-3)), 1),
     "header-key-null": lambda: forge(

@@ -210,6 +210,15 @@ def test_golden_bytes_match_kafka_python_builder() -> None:
     assert ours[16:] == theirs[16:]
 
 
+@FUZZ
+@given(record_inputs)
+def test_we_build_the_bytes_kafka_python_builds(records: list[RecordInput]) -> None:
+    """An encoder independent of ours (the client's pure-Python record buffer encodes with
+    ours): byte for byte, but for kafka-python's partitionLeaderEpoch 0."""
+    theirs = kafka_python_build(records, Compression.NONE)
+    assert build(records, partition_leader_epoch=0) == theirs
+
+
 # -- builder -------------------------------------------------------------------------------------
 
 
