@@ -21,7 +21,7 @@ Rules (both faces):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -33,17 +33,16 @@ from odradek.client.errors import KafkaError, KafkaTimeoutError, for_code
 from odradek.client.ops import Op, build_produce, metadata_op
 from odradek.client.partitioner import Partitioner
 from odradek.client.produce_response import handle_produce_response, retry_at_s
+from odradek.client.producer_metadata import TopicPartitionCounts, topic_error
 from odradek.client.record_buffer import TailAppender, record_size
-from odradek.client.types import TopicMetadata, TopicPartition
+from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.record_batch import HEADER_SIZE
 
 __all__ = [
     "ProducerCore",
-    "TopicPartitionCounts",
     "as_bytes",
-    "topic_error",
 ]
 
 Headers = list[tuple[str, bytes | None]] | None
@@ -58,52 +57,6 @@ def as_bytes(data: Any, what: str) -> bytes:
     if isinstance(data, bytearray | memoryview):
         return bytes(data)
     raise TypeError(f"{what} must be bytes or None, not {type(data).__name__} (serialize it first)")
-
-
-class TopicPartitionCounts:
-    """The producer's metadata cache: the partition count of every topic it has sent to.
-
-    Refreshed every ``metadata_max_age_ms`` (Kafka's ``metadata.max.age.ms``) so that
-    partitions added while the producer runs get records: the sender asks :meth:`due` as it
-    takes a request (``ProducerCore._sender_round``), and if it answers, asks the broker about
-    :attr:`counts`' topics after sending and hands the answer to :meth:`update`. Not
-    thread-safe by itself: the blocking producer calls it from its sender thread (``send``
-    only reads :attr:`counts`), the async one from its tasks."""
-
-    __slots__ = ("counts", "max_age_s", "refreshed_at_s")
-
-    def __init__(self, metadata_max_age_ms: int, now_s: float) -> None:
-        self.counts: dict[str, int] = {}
-        self.max_age_s = metadata_max_age_ms / 1000
-        self.refreshed_at_s = now_s
-
-    def due(self, now_s: float) -> list[str] | None:
-        """The topics to ask about if the cache is older than ``metadata_max_age_ms`` (the
-        refresh then counts as done: at most one at a time), else ``None``."""
-        if now_s - self.refreshed_at_s <= self.max_age_s:
-            return None
-        self.refreshed_at_s = now_s
-        return list(self.counts) or None
-
-    def update(self, topics: Mapping[str, TopicMetadata]) -> None:
-        """Take the partition counts of a Metadata answer (topics in error are kept as were)."""
-        for name, info in topics.items():
-            if not info.error_code and info.partitions:
-                self.counts[name] = len(info.partitions)
-
-
-def topic_error(topic: str, info: TopicMetadata | None) -> KafkaError | None:
-    """The error that keeps records from being sent to ``topic``, if any."""
-    if info is None:
-        return for_code(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            f"topic {topic!r} missing from the metadata response",
-        )
-    if info.error_code:
-        return for_code(info.error_code, f"topic {topic!r}")
-    if not info.partitions:
-        return for_code(ErrorCode.LEADER_NOT_AVAILABLE, f"topic {topic!r} has no partitions yet")
-    return None
 
 
 class ProducerCore:
@@ -333,7 +286,7 @@ class ProducerCore:
         ``_in_flight``, so a flush or a close sees them while they are being sent; the face
         stamps the entry when the request is on the wire and ends it with :meth:`_complete`),
         then run ``refresh`` unless it is ``None``
-        (the metadata refresh, when due: :class:`TopicPartitionCounts`); else wait ``wait_s``
+        (the metadata refresh, when due: ``TopicPartitionCounts.due``); else wait ``wait_s``
         seconds (``None``: until woken) before the next round. ``None`` once the producer is
         closing and nothing is left to send or to await: the sender stops."""
         acc = self._acc
