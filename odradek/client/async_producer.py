@@ -54,12 +54,14 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
         self, topic: str, value: Any = None, key: Any = None, **options: Any
     ) -> DeliveryHandle:
         # the core's send, called without a dict per record unless keyword options are given
-        # (forwarding *args/**kwargs cost ~40 % of a record's time)
-        delivery = (
-            _core_send(self, topic, value, key, **options)
-            if options
-            else _core_send(self, topic, value, key)
-        )  # a handle, or _queue's coroutine
+        # (forwarding *args/**kwargs cost ~40 % of a record's time); its lock-free path first,
+        # as the core takes it, one Python call fewer per record
+        if options:
+            delivery = _core_send(self, topic, value, key, **options)
+        elif key is None and (handle := self._tail_append(topic, value)) is not None:
+            return handle  # type: ignore[no-any-return]
+        else:
+            delivery = _core_send(self, topic, value, key)  # a handle, or _queue's coroutine
         return delivery if type(delivery) is DeliveryHandle else await delivery
 
     def _init_face(self) -> None:
