@@ -136,14 +136,16 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records of the assigned partitions (of those of ``partitions`` only, if given: the
         others' records stay buffered for a later call), waiting up to ``timeout_ms`` for some.
-        A partition not assigned has no records (aiokafka's ``getmany`` ignores it too)."""
+        A partition not assigned has no records (aiokafka's ``getmany`` ignores it too). Raises
+        the first error queued for those partitions (or for all, without ``partitions``), or
+        for the consumer as a whole (a failed request, a group error)."""
         if self._tg is None:
             raise KafkaError("consumer is not started")
         self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
         fetcher = self._fetcher
         while True:
-            fetcher.raise_errors()
+            fetcher.raise_errors(partitions)
             records = fetcher.drain(max_records or self.max_poll_records, partitions)
             if fetcher.positions_unknown() or fetcher.fetchable():
                 self._kick()  # the fetch task sends what the drain made room for

@@ -20,7 +20,9 @@ bytes of the last Fetch response. Invariants:
 
 Errors: ``OFFSET_OUT_OF_RANGE`` schedules a reset by ``auto_offset_reset`` (``"none"``: the
 error is raised by the next poll); other retriable errors just fetch again after a backoff;
-non-retriable errors (and corrupt batches) are raised by the next poll.
+non-retriable errors (and corrupt batches) are raised by the next poll. An error is queued
+with its partition (``None``: the consumer's, as a failed request or a group error), and a
+poll of some partitions only raises theirs and the consumer's (aiokafka's ``getmany``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ class Fetcher:
         self.next_buffers: dict[TopicPartition, BatchCursor] = {}  # prefetched, after buffers
         # decoded, not handed out yet: a batch's columns, or records given back by unread()
         self.pending_records: dict[TopicPartition, list[ConsumerRecord] | LazyRecords] = {}
-        self.errors: list[KafkaError] = []
+        # queued for the next poll: (the partition it is about, or None, the error)
+        self.errors: list[tuple[TopicPartition | None, KafkaError]] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
         self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
@@ -190,13 +193,13 @@ class Fetcher:
                 if isinstance(part.error, OffsetOutOfRangeError):
                     self._drop(tp)
                     if self.auto_offset_reset == "none":
-                        self.errors.append(part.error)
+                        self.errors.append((tp, part.error))
                     else:
                         self.resets[tp] = self.auto_offset_reset
                 elif part.error.retriable:
                     backoff = True
                 else:
-                    self.errors.append(part.error)
+                    self.errors.append((tp, part.error))
                 continue
             self.high_watermarks[tp] = part.high_watermark
             if len(part.records):
@@ -223,15 +226,17 @@ class Fetcher:
         self._failures += 1
         return backoff_ms(self._failures - 1, *self._backoff_ms) / 1000
 
-    def raise_errors(self) -> None:
-        if self.errors:
-            raise self.errors.pop(0)
+    def raise_errors(self, partitions: Collection[TopicPartition] = ()) -> None:
+        """Raise the first queued error (of ``partitions`` or the consumer's, if given)."""
+        for i, (tp, _) in enumerate(self.errors):
+            if tp is None or not partitions or tp in partitions:
+                raise self.errors.pop(i)[1]
 
     def report(self, error: KafkaError) -> None:
         """Queue ``error`` for the next poll, once: a background loop that keeps failing the
         same way (no position, out of range with reset "none") must not pile up copies."""
-        if not any(type(e) is type(error) and str(e) == str(error) for e in self.errors):
-            self.errors.append(error)
+        if not any(type(e) is type(error) and str(e) == str(error) for _, e in self.errors):
+            self.errors.append((None, error))
 
     def unread(self, records: list[ConsumerRecord]) -> None:
         """Put records handed out by :meth:`drain` back (in order, ahead of what is pending)
@@ -296,7 +301,7 @@ class Fetcher:
             except KafkaError as exc:
                 del self.buffers[tp]
                 if taken:
-                    self.errors.append(exc)
+                    self.errors.append((tp, exc))
                     break
                 raise
             if records is None:  # no whole batch left (a partial tail): fetch from here

@@ -13,6 +13,7 @@ from odradek.client import (
     InvalidTopicError,
     NewTopic,
     OffsetAndTimestamp,
+    OffsetOutOfRangeError,
     RecordMetadata,
     TopicAlreadyExistsError,
     TopicPartition,
@@ -191,3 +192,33 @@ async def test_an_exception_in_the_body_comes_out_as_itself(bootstrap: str, topi
             c.assign([TopicPartition(topic, 0)])
             assert len((await c.getmany(timeout_ms=5000))[TopicPartition(topic, 0)]) == 1
             raise BodyFailed
+
+
+async def test_getmany_of_given_partitions_raises_only_their_errors(
+    bootstrap: str, topic: str
+) -> None:
+    """An error that belongs to one partition (its fetch offset out of range, with no reset
+    policy) is raised by a ``getmany`` that asks for it, or for every partition; not by one
+    that asks for the other partition only (aiokafka's ``getmany``)."""
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 2)])
+    async with AsyncProducer(bootstrap) as producer:
+        for i in range(4):
+            await producer.send(topic, b"%d" % i, partition=i % 2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="none") as consumer:
+        consumer.assign([tp0, tp1])
+        consumer.seek(tp0, 0)
+        consumer.seek(tp1, 1_000)  # past its end: OFFSET_OUT_OF_RANGE, no policy to reset by
+        records: list[bytes] = []
+        with anyio.fail_after(10):
+            while len(records) < 2:
+                got = await consumer.getmany(tp0, timeout_ms=200)
+                records += [r.value for r in got.get(tp0, [])]
+        assert records == [b"0", b"2"]
+        with anyio.fail_after(10):
+            while True:  # the error is queued once tp1's fetch is answered
+                try:
+                    await consumer.getmany(timeout_ms=200)
+                except OffsetOutOfRangeError:
+                    break
