@@ -148,18 +148,26 @@ async def test_a_failing_fetch_loop_reports_its_error_once_and_seek_clears_it(
         assert [r.value for r in got[tp]] == [b"0", b"1", b"2"]
 
 
+async def two_partitions(
+    bootstrap: str, topic: str, count: int
+) -> tuple[TopicPartition, TopicPartition]:
+    """``topic`` with two partitions and the records ``b"0"``, ``b"1"``, ... ``count - 1``,
+    the even ones in partition 0 and the odd ones in partition 1."""
+    async with AsyncAdmin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 2)])
+    async with AsyncProducer(bootstrap) as producer:
+        for i in range(count):
+            await producer.send(topic, b"%d" % i, partition=i % 2)
+    return TopicPartition(topic, 0), TopicPartition(topic, 1)
+
+
 async def test_getmany_of_given_partitions_leaves_the_others_buffered(
     bootstrap: str, topic: str
 ) -> None:
     """aiokafka's ``getmany(*partitions)``: records of those partitions only; what was fetched
     for the others stays buffered (their positions unmoved) for a later call; a partition not
     assigned just has no records."""
-    async with AsyncAdmin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, 2)])
-    async with AsyncProducer(bootstrap) as producer:
-        for i in range(6):
-            await producer.send(topic, b"%d" % i, partition=i % 2)
-    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    tp0, tp1 = await two_partitions(bootstrap, topic, 6)
     async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([tp0, tp1])
         # both partitions are fetched by the first Fetch (the producer closed before it)
@@ -200,12 +208,7 @@ async def test_getmany_of_given_partitions_raises_only_their_errors(
     """An error that belongs to one partition (its fetch offset out of range, with no reset
     policy) is raised by a ``getmany`` that asks for it, or for every partition; not by one
     that asks for the other partition only (aiokafka's ``getmany``)."""
-    async with AsyncAdmin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, 2)])
-    async with AsyncProducer(bootstrap) as producer:
-        for i in range(4):
-            await producer.send(topic, b"%d" % i, partition=i % 2)
-    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    tp0, tp1 = await two_partitions(bootstrap, topic, 4)
     async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="none") as consumer:
         consumer.assign([tp0, tp1])
         consumer.seek(tp0, 0)
