@@ -87,7 +87,7 @@ class AsyncGroup:
                     await self.client.run(member.heartbeat_op())
             except Exception as exc:  # fatal group error or a callback's: the next getmany
                 error = exc if isinstance(exc, KafkaError) else _wrap(exc)
-                member.fetcher.errors.append((None, error))  # raised by the next getmany
+                member.fetcher.report(error)  # raised by the next getmany
                 member.rejoin_needed = False
             self.on_change()
             delay_s = member.next_wakeup_s() - member.clock()
