@@ -45,6 +45,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
+        self._iterator_of: tuple[TopicPartition, ...] = ()
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._kick)
@@ -158,9 +159,10 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             with anyio.move_on_after(remaining):
                 await self._data.wait()
 
-    async def getone(self) -> ConsumerRecord:
-        """The next record, waiting as long as it takes."""
-        return await self._next_record(None)
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+        """The next record (of one of ``partitions``, if given, as aiokafka's ``getone``),
+        waiting as long as it takes. Raises as :meth:`getmany` does."""
+        return await self._next_record(None, partitions)
 
     def __aiter__(self) -> AsyncConsumer:
         return self
@@ -168,14 +170,22 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     async def __anext__(self) -> ConsumerRecord:
         return await self._next_record(self.consumer_timeout_ms)
 
-    async def _next_record(self, timeout_ms: float | None) -> ConsumerRecord:
+    async def _next_record(
+        self, timeout_ms: float | None, partitions: tuple[TopicPartition, ...] = ()
+    ) -> ConsumerRecord:
         """The next record of ``_iterator``, refilled by ``getmany`` (last-first) when empty;
-        ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it."""
+        ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it.
+        ``_iterator`` holds records of ``_iterator_of`` (every partition if empty): asked for
+        other ``partitions``, it goes back to the fetcher and is refilled from those."""
+        if partitions and set(partitions) != set(self._iterator_of):
+            self._rewind()
         while not self._iterator:
-            batch = await self.getmany(timeout_ms=1000 if timeout_ms is None else timeout_ms)
+            wait_ms = 1000 if timeout_ms is None else timeout_ms
+            batch = await self.getmany(*partitions, timeout_ms=wait_ms)
             if not batch and timeout_ms is not None:
                 raise StopAsyncIteration
             self._iterator = [r for records in batch.values() for r in records][::-1]
+            self._iterator_of = partitions
         return self._iterator.pop()
 
 

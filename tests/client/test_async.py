@@ -182,6 +182,21 @@ async def test_getmany_of_given_partitions_leaves_the_others_buffered(
         assert await consumer.position(tp0) == 3 and await consumer.position(tp1) == 3
 
 
+async def test_getone_of_given_partitions(bootstrap: str, topic: str) -> None:
+    """aiokafka's ``getone(*partitions)``: the next record of those partitions; the records
+    already taken for another call stay in order for it."""
+    tp0, tp1 = await two_partitions(bootstrap, topic, 6)
+    async with AsyncConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp0, tp1])
+        with anyio.fail_after(10):
+            assert (await consumer.getone(tp1)).value == b"1"
+            assert (await consumer.getone(tp0)).value == b"0"
+            assert (await consumer.getone(tp1)).value == b"3"
+            rest = [(await consumer.getone()).value for _ in range(3)]
+        assert sorted(rest) == [b"2", b"4", b"5"]
+        assert rest.index(b"2") < rest.index(b"4")
+
+
 class BodyFailed(Exception):
     """Raised inside ``async with`` by the test below."""
 
