@@ -12,7 +12,15 @@ Task tree (anyio structured concurrency; nothing outlives its group)::
         └── Connection.serve() per client, each with its own waiting-request tasks
 
 Start-up: load every log dir (recovery if the last shutdown was unclean) in a worker thread,
-then listen. Shutdown (SIGTERM, SIGINT, or :meth:`Server.shutdown`): stop accepting, stop
+then listen. The broker process (:func:`run_server`) then moves every object that start-up
+left alive into the cyclic garbage collector's permanent generation (``gc.freeze()``): a full
+collection no longer walks the modules, logs and indexes that live as long as the process
+(~50,000 objects, 25-40 ms on this machine's 2-core VM, every few seconds under load), which
+stalled every produce and fetch for as long. Frozen objects still free by reference
+counting; those that later end up in an unreachable cycle (a partition deleted later, say) stay
+in memory until the process exits, their files closed explicitly as ever.
+
+Shutdown (SIGTERM, SIGINT, or :meth:`Server.shutdown`): stop accepting, stop
 reading requests, let in-flight requests finish (waiting fetches answer at once; at most
 ``shutdown_grace_s``), then flush every log, write checkpoints and ``.kafka_cleanshutdown``,
 release the ``.lock`` files.
@@ -21,6 +29,7 @@ release the ``.lock`` files.
 from __future__ import annotations
 
 import functools
+import gc
 import signal
 import socket
 import ssl
@@ -61,8 +70,11 @@ def wall_clock_ms() -> int:
 
 
 class Server:
-    def __init__(self, config: BrokerConfig, *, shutdown_grace_s: float = 30.0) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, shutdown_grace_s: float = 30.0, freeze_gc: bool = False
+    ) -> None:
         self.config = config
+        self.freeze_gc = freeze_gc  # the broker process's own; never in a process that embeds it
         self.log = get_logger("odradek.broker")
         self.shutdown_grace_s = shutdown_grace_s
         self.manager = LogManager(
@@ -131,6 +143,9 @@ class Server:
             )
             groups = ctx.groups = GroupApi(ctx)
             await groups.load()  # replays __consumer_offsets in a worker thread
+            if self.freeze_gc:
+                gc.collect()  # start-up's garbage is not frozen for good
+                gc.freeze()
             async with anyio.create_task_group() as background:
                 await self._start_metrics(background)
                 self.log.info(
@@ -312,7 +327,7 @@ class Server:
 
 def run_server(config: BrokerConfig, *, backend: str = "asyncio") -> None:
     """Run a broker until SIGTERM/SIGINT: asyncio with uvloop (if installed) or trio."""
-    server = Server(config)
+    server = Server(config, freeze_gc=True)
     options: dict[str, Any] = {}
     if backend == "asyncio":
         try:
