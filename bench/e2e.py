@@ -19,7 +19,8 @@ baseline's (rounds interleave them, so the machine's noise falls on both alike):
 Then latency, once per client: a producer process paced at ``latency_rate`` records/s
 (``linger_ms`` 0, acks=1) stamps each value with ``time.time_ns()``; a consumer process of the
 same commit takes ``now - stamp`` for each record (p50/p99/p99.9; the floor: an ApiVersions
-round trip). Each figure of this commit is listed against the baseline commit's and against
+round trip), after ``latency_warmup_s`` of records it does not count.
+Each figure of this commit is listed against the baseline commit's and against
 the target (ratio = value / target; for latency, below 1 meets it).
 
 The baseline client is built from ``baseline_rev`` in a temporary git worktree with its own
@@ -69,6 +70,7 @@ class Params:
     repeats: int = 3
     latency_rate: int = 50_000  # records/s
     latency_seconds: float = 10.0
+    latency_warmup_s: float = 1.0  # sent first and not counted (bench/e2e_clients.py)
     pings: int = 2_000
     baseline_rev: str = ""  # e.g. the merge-base of the work being measured
     baseline_python: str = ""  # or an interpreter that has the baseline installed
@@ -171,7 +173,7 @@ def run(params: Params, scratch: Path, say: Say) -> list[Figure]:
             say(f"latency ({client.label}) at {params.latency_rate} records/s")
             latencies[i] = client.faces(
                 "latency", bootstrap, f"latency-{i}", params.latency_rate,
-                params.latency_seconds, params.record_bytes,
+                params.latency_seconds, params.record_bytes, params.latency_warmup_s,
             )  # fmt: skip
         pings_ms = _pings(broker.port, params.pings)  # type: ignore[arg-type]
     finally:
@@ -225,7 +227,10 @@ def _figures(
     add("ApiVersions round trip, p50", median(pings_ms), "ms", is_baseline=True,
         note="loopback floor")  # fmt: skip
     add("target: latency p99", TARGET_P99_MS, "ms", is_baseline=True, note="issue 18")
-    rate = f"{params.latency_rate:,} records/s for {params.latency_seconds:g} s"
+    rate = (
+        f"{params.latency_rate:,} records/s for {params.latency_seconds:g} s"
+        f" after {params.latency_warmup_s:g} s not counted"
+    )
     for p in ("p50", "p99", "p99.9"):
         name = f"produce-to-consume latency, {p}"
         if base is not None:

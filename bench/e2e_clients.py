@@ -8,10 +8,12 @@ client API that both commits have. Each command prints one JSON object on its la
   ``await send(topic, value)`` per record, then ``flush``: records/s.
 - ``async-consume BOOTSTRAP TOPIC N``: :class:`AsyncConsumer` over every partition from the
   log start, ``getmany`` until ``N`` records: records/s.
-- ``latency BOOTSTRAP TOPIC RATE SECONDS SIZE``: a producer process paced at ``RATE``
-  records/s (``linger_ms`` 0, acks=1) stamps each value with ``time.time_ns()``; this process
-  consumes (:class:`Consumer`, ``fetch_max_wait_ms`` 100) and takes ``now - stamp`` per
-  record: the percentiles in ms.
+- ``latency BOOTSTRAP TOPIC RATE SECONDS SIZE [WARMUP_S]``: a producer process paced at
+  ``RATE`` records/s (``linger_ms`` 0, acks=1) stamps each value with ``time.time_ns()``; this
+  process consumes (:class:`Consumer`, ``fetch_max_wait_ms`` 100) and takes ``now - stamp``
+  per record: the percentiles in ms. The first ``WARMUP_S`` seconds of records (stamp 0) are
+  consumed and not counted: the producer's connection and first metadata, and each process's
+  first full garbage collection after its imports (20-40 ms here), fall in them.
 """
 
 from __future__ import annotations
@@ -72,12 +74,16 @@ def async_consume(bootstrap: str, topic: str, count: int) -> dict[str, float]:
     return {"records_per_s": count / seconds, "seconds": seconds}
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int) -> dict[str, float]:
+def latency(
+    bootstrap: str, topic: str, rate: int, seconds: float, size: int, warmup_s: float = 0.0
+) -> dict[str, float]:
     from odradek.client import Admin, Consumer, NewTopic, TopicPartition
 
     with Admin(bootstrap) as admin:
         admin.create_topics([NewTopic(topic, 1)])
     total = int(rate * seconds)
+    warmup = int(rate * warmup_s)
+    stamp = _STAMP.unpack_from
     latencies: list[float] = []
     with Consumer(bootstrap_servers=bootstrap, fetch_max_wait_ms=100) as consumer:
         partition = TopicPartition(topic, 0)
@@ -85,17 +91,16 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int) ->
         consumer.seek_to_end(partition)
         consumer.position(partition)
         producer = multiprocessing.get_context("spawn").Process(
-            target=_paced_producer, args=(bootstrap, topic, rate, total, size)
+            target=_paced_producer, args=(bootstrap, topic, rate, warmup, total, size)
         )
         producer.start()
         try:
-            deadline = time.monotonic() + seconds * 3 + 30
+            deadline = time.monotonic() + (warmup_s + seconds) * 3 + 30
             while len(latencies) < total and time.monotonic() < deadline:
                 for records in consumer.poll(timeout_ms=500).values():
                     now_ns = time.time_ns()
-                    latencies.extend(
-                        (now_ns - _STAMP.unpack_from(r.value)[0]) / 1e6 for r in records
-                    )
+                    stamps = [stamp(r.value)[0] for r in records]
+                    latencies.extend((now_ns - s) / 1e6 for s in stamps if s)
         finally:
             producer.join(30)
     if len(latencies) < total:
@@ -104,18 +109,21 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float, size: int) ->
     return {f"p{p}": _percentile(latencies, p) for p in (50, 99, 99.9)}
 
 
-def _paced_producer(bootstrap: str, topic: str, rate: int, total: int, size: int) -> None:
-    """Send ``total`` records at ``rate``/s, each stamped with ``time.time_ns()``."""
+def _paced_producer(
+    bootstrap: str, topic: str, rate: int, warmup: int, total: int, size: int
+) -> None:
+    """Send ``warmup`` records stamped 0, then ``total`` stamped with ``time.time_ns()``, at
+    ``rate``/s."""
     from odradek.client import Producer
 
     padding = os.urandom(max(0, size - _STAMP.size))
     with Producer(bootstrap, acks=1, linger_ms=0) as producer:
         started = time.perf_counter()
-        for i in range(total):
+        for i in range(warmup + total):
             ahead_s = i / rate - (time.perf_counter() - started)
             if ahead_s > 0.0005:
                 time.sleep(ahead_s)
-            producer.send(topic, _STAMP.pack(time.time_ns()) + padding)
+            producer.send(topic, _STAMP.pack(time.time_ns() if i >= warmup else 0) + padding)
         producer.flush()
 
 
@@ -134,7 +142,8 @@ def main(argv: list[str]) -> None:
     elif command == "async-consume":
         result = async_consume(bootstrap, topic, int(rest[0]))
     elif command == "latency":
-        result = latency(bootstrap, topic, int(rest[0]), float(rest[1]), int(rest[2]))
+        warmup_s = float(rest[3]) if len(rest) > 3 else 0.0
+        result = latency(bootstrap, topic, int(rest[0]), float(rest[1]), int(rest[2]), warmup_s)
     else:
         raise SystemExit(f"unknown command {command!r}")
     print(json.dumps(result))
