@@ -77,3 +77,21 @@ def test_group_membership_is_visible_and_left(face: Face, topic: str) -> None:
         assert admin.list_group_offsets(group)[TopicPartition(topic, 0)].metadata == "m"
         admin.delete_groups([group])
         assert group not in {g.group_id for g in admin.list_groups()}
+
+
+def test_unsubscribe_leaves_the_group_and_stops_reading(face: Face, topic: str) -> None:
+    """``unsubscribe()`` leaves the group at once (no session timeout to wait), drops the
+    assignment and the records buffered for it; subscribing again resumes from the commit."""
+    produce(face, topic, 1, 4)
+    group = f"g-{topic}"
+    tp = TopicPartition(topic, 0)
+    with face.admin() as admin, face.consumer(group_id=group, **MEMBER) as consumer:
+        consumer.subscribe([topic])
+        assert [r.offset for r in consumer.take(1)] == [0]
+        consumer.commit({tp: 1})
+        consumer.unsubscribe()
+        assert consumer.assignment() == set()
+        assert admin.describe_groups([group])[0].members == []
+        assert consumer.poll(timeout_ms=300) == {}
+        consumer.subscribe([topic])
+        assert [r.offset for r in consumer.take(3)] == [1, 2, 3]
