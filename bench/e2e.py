@@ -70,7 +70,7 @@ class Params:
     repeats: int = 3
     latency_rate: int = 50_000  # records/s
     latency_seconds: float = 10.0
-    latency_warmup_s: float = 1.0  # sent first and not counted (bench/e2e_clients.py)
+    latency_warmup_s: float = 2.0  # sent first and not counted (bench/e2e_clients.py)
     pings: int = 2_000
     baseline_rev: str = ""  # e.g. the merge-base of the work being measured
     baseline_python: str = ""  # or an interpreter that has the baseline installed
