@@ -130,6 +130,24 @@ class ConsumerCore:
         self._fetcher.seek(tp, offset)
         self._kick()
 
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching ``partitions`` and returning their records until :meth:`resume`, as
+        kafka-python's and aiokafka's ``pause``: what was fetched for them stays buffered, and
+        their positions where they are. A partition that a new assignment (``assign``, a
+        rebalance) keeps stays paused. Raises ``ValueError`` if one is not assigned."""
+        self._rewind()
+        self._fetcher.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch and return records of paused ``partitions`` again. Raises ``ValueError`` if
+        one is not assigned."""
+        self._fetcher.resume(partitions)
+        self._kick()
+
+    def paused(self) -> set[TopicPartition]:
+        """The partitions :meth:`pause` stopped."""
+        return set(self._fetcher.paused)
+
     @operation
     def seek_to_beginning(self, *tps: TopicPartition) -> Op[None]:
         """Read ``tps`` (every assigned partition if none) from their log start offset."""

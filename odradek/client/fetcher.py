@@ -17,6 +17,9 @@ bytes of the last Fetch response. Invariants:
    makes the data stale: it is dropped).
 3. Records are handed out in offset order and the position moves past each record handed
    out (and past skipped control batches), so ``position()`` is the next offset to consume.
+4. A paused partition (:meth:`Fetcher.pause`) is neither fetched nor drained: what was
+   fetched for it stays buffered, and its position where it is, until it is resumed. A new
+   assignment keeps the pause of the partitions it keeps.
 
 Errors: ``OFFSET_OUT_OF_RANGE`` schedules a reset by ``auto_offset_reset`` (``"none"``: the
 error is raised by the next poll); other retriable errors just fetch again after a backoff;
@@ -65,6 +68,7 @@ class Fetcher:
         # queued for the next poll: (the partition it is about, or None, the error)
         self.errors: list[tuple[TopicPartition | None, KafkaError]] = []
         self.high_watermarks: dict[TopicPartition, int] = {}
+        self.paused: set[TopicPartition] = set()  # invariant 4
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
         self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
         self._backoff_ms = (config.retry_backoff_ms, config.retry_backoff_max_ms)
@@ -73,6 +77,7 @@ class Fetcher:
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         new = {TopicPartition(*tp) for tp in partitions}
+        self.paused &= new
         for tp in list(self.positions):
             if tp not in new:
                 self._drop(tp)
@@ -98,6 +103,12 @@ class Fetcher:
         self.next_buffers.pop(tp, None)
         self.pending_records.pop(tp, None)
         self.resets.pop(tp, None)
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        self.paused.update([self._check(tp) for tp in partitions])
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        self.paused.difference_update([self._check(tp) for tp in partitions])
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         tp = self._check(tp)
@@ -150,9 +161,11 @@ class Fetcher:
         buffered, or a buffer with no whole batch left to decode (prefetch: the records
         already decoded are still being handed out; the fetch starts after them)."""
         out = {}
-        in_flight = self.in_flight
+        in_flight, paused = self.in_flight, self.paused
         for tp, pos in self.positions.items():
             if pos is None or tp in self.resets or tp in self.next_buffers or tp in in_flight:
+                continue
+            if tp in paused:
                 continue
             offset = self._fetch_offset(tp, pos)
             if offset is not None:
@@ -258,12 +271,14 @@ class Fetcher:
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Up to ``max_records`` buffered records, decoding batches lazily (invariant 3): of
         ``partitions`` only if given (those not assigned have none; the others' records stay
-        buffered and their positions where they are)."""
+        buffered and their positions where they are), and none of a paused partition."""
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
         budget = max_records
         wanted = list(self.positions)
         if partitions:
             wanted = [tp for tp in wanted if tp in partitions]
+        if self.paused:
+            wanted = [tp for tp in wanted if tp not in self.paused]
         for tp in wanted:
             if budget <= 0:
                 break

@@ -135,3 +135,28 @@ def test_poll_after_close_raises(face: Face, topic: str) -> None:
         assert consumer.take(1)[0].value == b"p0-0"
     with pytest.raises(KafkaError):
         consumer.poll(timeout_ms=10)
+
+
+def test_pause_keeps_a_partitions_records_until_resume(face: Face, topic: str) -> None:
+    """``pause`` (kafka-python's, aiokafka's): a paused partition returns nothing, even what was
+    already fetched for it, and keeps its position; ``resume`` returns it from there."""
+    produce(face, topic, 2, 3)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with face.consumer(auto_offset_reset="earliest", consumer_timeout_ms=300) as consumer:
+        consumer.assign([tp0, tp1])
+        first = consumer.take(1)  # by now both are usually fetched: the rest is buffered
+        paused = TopicPartition(topic, first[0].partition)
+        [other] = {tp0, tp1} - {paused}
+        consumer.pause(paused)
+        assert consumer.paused() == {paused}
+        rest = consumer.take()  # until consumer_timeout_ms: only the other partition
+        assert [(r.partition, r.offset) for r in rest] == [(other.partition, n) for n in range(3)]
+        assert consumer.position(paused) == 1
+        with pytest.raises(ValueError):
+            consumer.pause(TopicPartition(topic, 5))
+        consumer.assign([tp0, tp1])  # kept partitions stay paused
+        assert consumer.paused() == {paused}
+        consumer.resume(paused)
+        assert consumer.paused() == set()
+        again = consumer.take()
+        assert [(r.partition, r.offset) for r in again] == [(paused.partition, n) for n in (1, 2)]
