@@ -176,12 +176,13 @@ class ConsumerCore:
         return self._fetcher.high_watermarks.get(TopicPartition(*tp))
 
     def lag(self) -> dict[TopicPartition, int]:
-        """Records left to read per assigned partition (last high watermark - position)."""
-        fetcher = self._fetcher
+        """Records left to read per assigned partition: the last high watermark less the
+        position (the next record the application gets, as :meth:`position`)."""
+        high_watermarks = self._fetcher.high_watermarks
         out = {}
-        for tp, position in fetcher.positions.items():
-            high = fetcher.high_watermarks.get(tp)
-            if position is not None and high is not None:
+        for tp, position in self._consumed().items():
+            high = high_watermarks.get(tp)
+            if high is not None:
                 out[tp] = max(0, high - position)
         return out
 

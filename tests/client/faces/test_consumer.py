@@ -160,3 +160,14 @@ def test_pause_keeps_a_partitions_records_until_resume(face: Face, topic: str) -
         assert consumer.paused() == set()
         again = consumer.take()
         assert [(r.partition, r.offset) for r in again] == [(paused.partition, n) for n in (1, 2)]
+
+
+def test_highwater_and_lag_follow_the_last_fetch(face: Face, topic: str) -> None:
+    produce(face, topic, 1, 5)
+    tp = TopicPartition(topic, 0)
+    with face.consumer(auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        assert consumer.highwater(tp) is None and consumer.lag() == {}  # no fetch yet
+        assert [r.offset for r in consumer.take(2)] == [0, 1]
+        assert consumer.highwater(tp) == 5
+        assert consumer.lag() == {tp: 3}
