@@ -457,3 +457,32 @@ def test_a_member_that_stops_polling_is_fenced_then_rejoins(bootstrap: str) -> N
     assert idle.assignment() | other.current() == {TopicPartition("fence", p) for p in (0, 1)}
     other.stop()
     idle.close()
+
+
+@pytest.mark.anyio
+async def test_async_iteration_hands_out_no_record_of_a_revoked_partition(
+    bootstrap: str, topic: str
+) -> None:
+    """``async for``/``getone`` drain records ahead of the application; when a rebalance (in
+    the background) revokes their partition, the ones not handed out yet are dropped, not
+    handed out by the member that no longer owns them."""
+    fill(bootstrap, topic, 2, 50)
+    options = {**MEMBER, "auto_commit_interval_ms": 600_000, "max_poll_records": 500}
+    a = AsyncConsumer(topic, bootstrap_servers=bootstrap, group_id=topic, **options)
+    b = AsyncConsumer(bootstrap_servers=bootstrap, group_id=topic, **options)
+    async with a:
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        await wait_for(lambda: all(a.highwater(tp) == 50 for tp in tps))  # both buffered
+        first = await a.getone()  # the other 99 records are drained for iteration
+        assert first.offset == 0
+        b.subscribe([topic])
+        async with b:
+            await wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 1)
+            owned = a.assignment()
+            got = []
+            with anyio.move_on_after(1):
+                while True:
+                    record = await a.getone()
+                    assert TopicPartition(record.topic, record.partition) in owned
+                    got.append(record)
+            assert got  # what it owns, from the commit made on revoking (1 record was read)
