@@ -45,7 +45,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
-        self._iterator_of: tuple[TopicPartition, ...] = ()
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._group_stepped)
@@ -172,7 +171,11 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (of one of ``partitions``, if given, as aiokafka's ``getone``),
         waiting as long as it takes. Raises as :meth:`getmany` does."""
-        return await self._next_record(None, partitions)
+        while partitions:  # one at a time: a call for other partitions puts nothing back
+            batch = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
+            for records in batch.values():
+                return records[0]
+        return await self._next_record(None)
 
     def __aiter__(self) -> AsyncConsumer:
         return self
@@ -180,22 +183,14 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
     async def __anext__(self) -> ConsumerRecord:
         return await self._next_record(self.consumer_timeout_ms)
 
-    async def _next_record(
-        self, timeout_ms: float | None, partitions: tuple[TopicPartition, ...] = ()
-    ) -> ConsumerRecord:
+    async def _next_record(self, timeout_ms: float | None) -> ConsumerRecord:
         """The next record of ``_iterator``, refilled by ``getmany`` (last-first) when empty;
-        ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it.
-        ``_iterator`` holds records of ``_iterator_of`` (every partition if empty): asked for
-        other ``partitions``, it goes back to the fetcher and is refilled from those."""
-        if partitions and set(partitions) != set(self._iterator_of):
-            self._rewind()
+        ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it."""
         while not self._iterator:
-            wait_ms = 1000 if timeout_ms is None else timeout_ms
-            batch = await self.getmany(*partitions, timeout_ms=wait_ms)
+            batch = await self.getmany(timeout_ms=1000 if timeout_ms is None else timeout_ms)
             if not batch and timeout_ms is not None:
                 raise StopAsyncIteration
             self._iterator = [r for records in batch.values() for r in records][::-1]
-            self._iterator_of = partitions
         return self._iterator.pop()
 
 

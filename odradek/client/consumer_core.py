@@ -133,8 +133,11 @@ class ConsumerCore:
     def pause(self, *partitions: TopicPartition) -> None:
         """Stop fetching ``partitions`` and returning their records until :meth:`resume`, as
         kafka-python's and aiokafka's ``pause``: what was fetched for them stays buffered, and
-        their positions where they are. A partition that a new assignment (``assign``, a
-        rebalance) keeps stays paused. Raises ``ValueError`` if one is not assigned."""
+        their positions where they are. A partition that ``assign`` or a cooperative rebalance
+        keeps stays paused; an eager rebalance (the ``range`` and ``roundrobin`` strategies)
+        revokes every partition first, which drops every pause, as in Java's consumer
+        (kafka-python keeps them; aiokafka drops them on any new assignment). Raises
+        ``ValueError`` if one is not assigned."""
         self._rewind()
         self._fetcher.pause(partitions)
 

@@ -19,7 +19,8 @@ bytes of the last Fetch response. Invariants:
    out (and past skipped control batches), so ``position()`` is the next offset to consume.
 4. A paused partition (:meth:`Fetcher.pause`) is neither fetched nor drained: what was
    fetched for it stays buffered, and its position where it is, until it is resumed. A new
-   assignment keeps the pause of the partitions it keeps.
+   assignment keeps the pause of the partitions it keeps (an eager rebalance assigns nothing
+   first: it keeps none).
 
 Errors: ``OFFSET_OUT_OF_RANGE`` schedules a reset by ``auto_offset_reset`` (``"none"``: the
 error is raised by the next poll); other retriable errors just fetch again after a backoff;
