@@ -126,6 +126,25 @@ def test_a_request_is_sent_as_a_copy_with_its_correlation_id() -> None:
     assert request.correlation_id == 0 and first != second
 
 
+def test_a_paused_partition_is_not_fetched() -> None:
+    fetcher = Fetcher(ConsumerConfig(bootstrap_servers="h"))
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    fetcher.assign([a, b])
+    fetcher.seek(a, 5)
+    fetcher.seek(b, 7)
+    fetcher.pause([a])
+    assert fetcher.fetchable() == {b: 7}
+    with pytest.raises(ValueError):
+        fetcher.pause([TopicPartition("t", 2)])  # not assigned: nothing changes
+    fetcher.assign([a, b])  # kept partitions stay paused
+    assert fetcher.paused == {a}
+    fetcher.resume([a])
+    assert fetcher.fetchable() == {a: 5, b: 7}
+    fetcher.pause([a, b])
+    fetcher.assign([b])  # a reassignment keeps only the pauses of what it keeps
+    assert fetcher.paused == {b} and fetcher.fetchable() == {}
+
+
 def test_a_partition_is_in_one_fetch_at_a_time() -> None:
     fetcher = Fetcher(ConsumerConfig(bootstrap_servers="h"))
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
