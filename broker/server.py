@@ -15,10 +15,10 @@ Start-up: load every log dir (recovery if the last shutdown was unclean) in a wo
 then listen. The broker process (:func:`run_server`) then moves every object that start-up
 left alive into the cyclic garbage collector's permanent generation (``gc.freeze()``): a full
 collection no longer walks the modules, logs and indexes that live as long as the process
-(~50,000 objects, 25-40 ms on this machine's 2-core VM, every few seconds under load), which
+(~50,000 objects, 32-45 ms on this machine's 2-core VM, every few seconds under load), which
 stalled every produce and fetch for as long. Frozen objects still free by reference
-counting; those that later end up in an unreachable cycle (a partition deleted later, say) stay
-in memory until the process exits, their files closed explicitly as ever. Partitions created
+counting (a deleted partition's do); any that later end up in an unreachable reference cycle
+stay in memory until the process exits. Partitions created
 while the broker runs are not frozen (~30 objects each: 1,000 of them bring a full collection
 back to 7-13 ms) until the next start; freezing again at run time would also freeze whatever
 requests were in flight.
