@@ -486,3 +486,24 @@ async def test_async_iteration_hands_out_no_record_of_a_revoked_partition(
                     assert TopicPartition(record.topic, record.partition) in owned
                     got.append(record)
             assert got  # what it owns, from the commit made on revoking (1 record was read)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("strategy", "kept"), [("range", False), ("cooperative-sticky", True)], ids=["eager", "coop"]
+)
+async def test_a_rebalance_keeps_pauses_only_when_it_revokes_nothing_first(
+    bootstrap: str, topic: str, strategy: str, kept: bool
+) -> None:
+    """As Java's consumer: an eager rebalance revokes every partition first, and with them
+    their pauses; a cooperative one keeps the pause of a partition the member keeps."""
+    fill(bootstrap, topic, 2, 1)
+    options = {**MEMBER, "partition_assignment_strategy": [strategy]}
+    a = AsyncConsumer(topic, bootstrap_servers=bootstrap, group_id=topic, **options)
+    b = AsyncConsumer(topic, bootstrap_servers=bootstrap, group_id=topic, **options)
+    async with a:
+        await wait_for(lambda: len(a.assignment()) == 2)
+        a.pause(*a.assignment())
+        async with b:
+            await wait_for(lambda: len(a.assignment()) == len(b.assignment()) == 1)
+            assert a.paused() == (a.assignment() if kept else set())
