@@ -193,14 +193,21 @@ class Accumulator:
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
                 self.close(batch, owned)  # a tail we own is closed: the new batch is not one
-            batch = self.new_batch(TopicPartition(topic, partition), now_s)
+            batch = Batch(TopicPartition(topic, partition), now_s, now_s + self.delivery_timeout_s)
             fresh = True
             owned = False
+        try:
+            index = batch.records.append(value, key, timestamp_ms, headers)
+        except BaseException:  # a bad header or timestamp: the record is refused, nothing
+            if owned:  # changes (no empty batch opened, the tail published again)
+                self.tails[topic] = batch
+            raise
+        if fresh:
+            self.open[batch.tp] = batch
         if tail and not owned and value is not None and not headers:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
                 self.make_tail(batch)
-        index = batch.records.append(value, key, timestamp_ms, headers)
         self._account(batch)
         if owned:
             self.tails[topic] = batch

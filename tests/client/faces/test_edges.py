@@ -1,0 +1,83 @@
+"""Edges an experienced Kafka user relies on, the same on every face: iteration mixed with
+``poll``, seeks and assignments while a drained chunk is half handed out, committed offsets of
+manually assigned partitions, resets past the log's ends, pattern subscriptions, rebalance
+listeners, and the producer's record limits, unknown topics and delivery metadata.
+
+Where kafka-python (blocking) and aiokafka (async) say the same, the test pins it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from odradek.client import NewTopic
+from tests.client.faces.driver import Face
+
+MEMBER = {
+    "heartbeat_interval_ms": 100,
+    "session_timeout_ms": 5000,
+    "max_poll_interval_ms": 10_000,
+    "auto_offset_reset": "earliest",
+    "consumer_timeout_ms": 5000,
+}
+
+
+def produce(face: Face, topic: str, partitions: int, per_partition: int) -> None:
+    """``per_partition`` records ``p<partition>-<n>`` with timestamps 1000 * (n + 1)."""
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, partitions)])
+    with face.producer(linger_ms=20) as producer:
+        sent = [
+            producer.send(topic, b"p%d-%d" % (p, n), partition=p, timestamp_ms=1000 * (n + 1))
+            for p in range(partitions)
+            for n in range(per_partition)
+        ]
+        producer.flush(10)
+        assert all(d.result().offset >= 0 for d in sent)
+
+
+def until(condition: Callable[[], Any], what: str, timeout_s: float = 10.0) -> Any:
+    """Call ``condition`` until it returns something true (then that), for ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        assert time.monotonic() < deadline, what
+    return result
+
+
+def polled(consumer: Any, count: int) -> list[tuple[int, int]]:
+    """``(partition, offset)`` of the next ``count`` records by ``poll``, in order."""
+    got: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 10
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"only {got}"
+        for records in consumer.poll(timeout_ms=200, max_records=count - len(got)).values():
+            got += [(r.partition, r.offset) for r in records]
+    return got
+
+
+def test_a_refused_record_leaves_the_producer_working(face: Face, topic: str) -> None:
+    """A record ``send`` refuses (headers not ``(str, bytes | None)`` pairs, a timestamp not an
+    int) queues nothing: the records after it are delivered, also to the partition whose
+    lock-free tail batch it was refused from."""
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, 1)])
+    with face.producer(linger_ms=20) as producer:
+        refused: list[dict[str, Any]] = [
+            {"headers": [("h", "text")]},
+            {"headers": [(b"h", b"v")]},
+            {"headers": [("h",)]},
+            {"timestamp_ms": "soon"},
+        ]
+        for options in refused:
+            with pytest.raises((TypeError, ValueError)):
+                producer.send(topic, b"v", **options)
+        assert producer.send(topic, b"v", headers=(("h", b"v"),)).result(5).offset == 0
+        tail = producer.send(topic, b"tail")  # a null-key record: the topic's tail batch
+        for options in refused:
+            with pytest.raises((TypeError, ValueError)):
+                producer.send(topic, b"v", partition=0, **options)
+        after = producer.send(topic, b"after", partition=0, headers=[("h", None)])
+        assert [tail.result(5).offset, after.result(5).offset] == [1, 2]
