@@ -119,9 +119,11 @@ class ConsumerCore:
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions`` (no group); new ones start by ``auto_offset_reset``."""
+        """Read exactly ``partitions`` (no group membership); new ones start at the group's
+        committed offset (with a ``group_id``: kafka-python's and aiokafka's ``assign``), and
+        by ``auto_offset_reset`` without one."""
         self._rewind()
-        self._fetcher.assign(partitions)
+        self._fetcher.assign(partitions, committed=True)
         self._kick()
 
     def seek(self, tp: TopicPartition, offset: int) -> None:

@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from odradek.client import NewTopic
+from odradek.client import (
+    NewTopic,
+    TopicPartition,
+)
 from tests.client.faces.driver import Face
 
 MEMBER = {
@@ -56,6 +59,26 @@ def polled(consumer: Any, count: int) -> list[tuple[int, int]]:
         for records in consumer.poll(timeout_ms=200, max_records=count - len(got)).values():
             got += [(r.partition, r.offset) for r in records]
     return got
+
+
+def test_assign_with_a_group_starts_at_the_committed_offset(face: Face, topic: str) -> None:
+    """kafka-python's and aiokafka's ``assign`` with a ``group_id``: a partition starts at the
+    group's committed offset, and only without one by ``auto_offset_reset``."""
+    produce(face, topic, 2, 5)
+    group = f"g-{topic}"
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with face.consumer(group_id=group, enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.assign([tp0])
+        assert [r.offset for r in consumer.take(2)] == [0, 1]
+        consumer.commit()
+        assert consumer.committed(tp0) == 2
+        assert consumer.committed(tp1) is None
+    with face.consumer(group_id=group, enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.assign([tp0, tp1])
+        assert consumer.position(tp0) == 2
+        assert consumer.position(tp1) == 0
+        got = sorted((r.partition, r.offset) for r in consumer.take(8))
+        assert got == [(0, n) for n in range(2, 5)] + [(1, n) for n in range(5)]
 
 
 def test_a_refused_record_leaves_the_producer_working(face: Face, topic: str) -> None:
