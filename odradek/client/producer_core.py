@@ -230,15 +230,16 @@ class ProducerCore:
                 assert info is not None
                 self._partition_counts[topic] = len(info.partitions)
                 return len(info.partitions)
-            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
-            if not error.retriable or time.monotonic() + delay_s >= deadline_s:
+            remaining_s = deadline_s - time.monotonic()
+            if not error.retriable or remaining_s <= 0:
                 if error.retriable:
                     error = type(error)(
                         f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
                     )
                 raise error
+            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
             attempt += 1
-            yield Sleep(delay_s)  # backoff before asking the broker again
+            yield Sleep(min(delay_s, remaining_s))  # backoff before asking the broker again
 
     def _refresh_op(self, topics: list[str]) -> Op[None]:
         """Ask the partition counts of ``topics`` again (a failure keeps them as they were;

@@ -8,15 +8,18 @@ Where kafka-python (blocking) and aiokafka (async) say the same, the test pins i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from odradek.client import (
+    KafkaError,
     NewTopic,
     TopicPartition,
 )
+from tests.broker_process import BrokerProcess
+from tests.client.faces.conftest import FAST_GROUPS
 from tests.client.faces.driver import Face
 
 MEMBER = {
@@ -104,3 +107,28 @@ def test_a_refused_record_leaves_the_producer_working(face: Face, topic: str) ->
                 producer.send(topic, b"v", partition=0, **options)
         after = producer.send(topic, b"after", partition=0, headers=[("h", None)])
         assert [tail.result(5).offset, after.result(5).offset] == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def strict_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker that creates no topic on a Metadata request."""
+    overrides = [*FAST_GROUPS, "auto.create.topics.enable=false"]
+    process = BrokerProcess([tmp_path_factory.mktemp("strict") / "logs"], overrides=overrides)
+    process.start()
+    yield process
+    if process.process is not None and process.process.poll() is None:
+        process.stop()
+
+
+def test_an_unknown_topic_fails_after_max_block_ms(
+    face: Face, topic: str, strict_broker: BrokerProcess
+) -> None:
+    strict = face.with_bootstrap(strict_broker.bootstrap)
+    with strict.producer(max_block_ms=300) as producer:
+        started_s = time.monotonic()
+        with pytest.raises(KafkaError, match="not present in metadata after 300 ms"):
+            producer.send(topic, b"x").result()
+        assert 0.29 <= time.monotonic() - started_s < 5  # it waited all of max_block_ms
+        with strict.admin() as admin:
+            admin.create_topics([NewTopic(topic, 1)])
+        assert producer.send(topic, b"x").result().offset == 0
