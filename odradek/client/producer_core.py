@@ -140,7 +140,8 @@ class ProducerCore:
         ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
         an awaitable: ``await producer.send(...)`` queues the record and gives a
         :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
-        ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+        ``RecordMetadata.timestamp`` is the broker's log-append time under LogAppendTime,
+        else the record's own timestamp (Kafka's, kafka-python's and aiokafka's).
 
         ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
         ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not

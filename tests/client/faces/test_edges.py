@@ -84,6 +84,26 @@ def test_assign_with_a_group_starts_at_the_committed_offset(face: Face, topic: s
         assert got == [(0, n) for n in range(2, 5)] + [(1, n) for n in range(5)]
 
 
+def test_record_metadata_carries_the_records_timestamp_and_sizes(face: Face, topic: str) -> None:
+    """Kafka's, kafka-python's and aiokafka's ``RecordMetadata.timestamp`` under CreateTime is
+    the record's own timestamp (the broker answers -1 for it)."""
+    with face.producer(linger_ms=20) as producer:
+        given = producer.send(topic, b"value", b"k", timestamp_ms=1_234)
+        stamped = producer.send(topic, None, timestamp_ms=5_678, headers=[("h", b"v")])
+        before_ms = time.time() * 1000
+        now = producer.send(topic, b"v")
+        producer.flush(10)
+    md = given.result()
+    assert (md.timestamp, md.serialized_key_size, md.serialized_value_size) == (1_234, 1, 5)
+    md = stamped.result()
+    assert (md.timestamp, md.serialized_key_size, md.serialized_value_size) == (5_678, -1, -1)
+    assert abs(now.result().timestamp - before_ms) < 60_000
+    for options in ({"compression_type": "gzip"}, {"acks": 0}):
+        with face.producer(**options) as producer:
+            sent = [producer.send(topic, b"v", timestamp_ms=ts) for ts in (7, 3, 9)]
+            assert [d.result().timestamp for d in sent] == [7, 3, 9]
+
+
 def test_a_refused_record_leaves_the_producer_working(face: Face, topic: str) -> None:
     """A record ``send`` refuses (headers not ``(str, bytes | None)`` pairs, a timestamp not an
     int) queues nothing: the records after it are delivered, also to the partition whose
