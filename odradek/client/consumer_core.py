@@ -73,7 +73,9 @@ class ConsumerCore:
         self._init_face()
         member = None
         if cfg.group_id is not None:
-            member = GroupMember(cfg, self._fetcher, self._consumed, **callbacks)
+            member = GroupMember(
+                cfg, self._fetcher, self._consumed, release=self._rewind, **callbacks
+            )
             if topics:
                 member.subscribe(topics)
         self._group = None if member is None else self._make_group(member)

@@ -152,3 +152,32 @@ def test_an_unknown_topic_fails_after_max_block_ms(
         with strict.admin() as admin:
             admin.create_topics([NewTopic(topic, 1)])
         assert producer.send(topic, b"x").result().offset == 0
+
+
+def test_a_rebalance_during_an_iteration_repeats_no_record(face: Face, topic: str) -> None:
+    """Records drained for iteration but not handed out when a rebalance revokes their
+    partition are dropped (aiokafka drops what it buffered for revoked partitions): with
+    auto-commit, the partition resumes from the commit made at the revocation, so a partition
+    kept through an eager rebalance hands each record out once."""
+    count = 4000
+    produce(face, f"{topic}-a", 1, count)
+    group = f"g-{topic}"
+    options = {**MEMBER, "metadata_max_age_ms": 100, "max_poll_records": 10_000}
+    options["consumer_timeout_ms"] = 500
+    with face.consumer(group_id=group, **options) as consumer:
+        consumer.subscribe(pattern=f"{topic}-.*")
+        got = consumer.take(1)  # the rest of the chunk drained with it waits in the iterator
+        produce(face, f"{topic}-b", 1, 1)  # a new matching topic: the group rebalances
+
+        def rebalanced() -> bool:
+            if not face.is_async:  # kafka-python's model: it rebalances inside the iteration
+                got.extend(consumer.take(1))
+            return len(consumer.assignment()) == 2  # aiokafka's: in the background
+
+        until(rebalanced, "the new topic was not assigned")
+        got += consumer.take()  # until consumer_timeout_ms passes without a record
+        seen = [(r.topic, r.offset) for r in got]
+        assert len(seen) == len(set(seen)), "a record was handed out twice"
+        assert sorted(seen) == sorted(
+            [(f"{topic}-a", n) for n in range(count)] + [(f"{topic}-b", 0)]
+        )
