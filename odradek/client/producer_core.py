@@ -145,7 +145,8 @@ class ProducerCore:
 
         ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
         ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
-        ``bytes``, ``bytearray``, ``memoryview`` or ``None``, :class:`KafkaError` if the
+        ``bytes``, ``bytearray``, ``memoryview`` or ``None`` (or a header that is not such a
+        pair, a ``timestamp_ms`` that is not an int), :class:`KafkaError` if the
         producer is closed (or, async, not started); every other error (unknown or invalid
         topic, partition out of range, record too large, a failed or timed-out delivery) is
         the record's delivery result."""
@@ -209,6 +210,8 @@ class ProducerCore:
             )
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
+        elif not isinstance(timestamp_ms, int):  # the pure-Python buffer would keep it
+            raise TypeError(f"timestamp_ms must be an int, not {type(timestamp_ms).__name__}")
         size = record_size(key, value, headers)
         if size > self._max_record_bytes:
             return for_code(
