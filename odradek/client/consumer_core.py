@@ -123,7 +123,10 @@ class ConsumerCore:
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly ``partitions`` (no group membership); new ones start at the group's
         committed offset (with a ``group_id``: kafka-python's and aiokafka's ``assign``), and
-        by ``auto_offset_reset`` without one."""
+        by ``auto_offset_reset`` without one. Raises ``ValueError`` while subscribed (as
+        kafka-python's and aiokafka's ``IllegalStateError``): :meth:`unsubscribe` first."""
+        if self._group is not None and self._group.member.subscribed:
+            raise ValueError("assign() while subscribed: unsubscribe() first")
         self._rewind()
         self._fetcher.assign(partitions, committed=True)
         self._kick()
@@ -197,8 +200,12 @@ class ConsumerCore:
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
         object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
         happens in the next poll (blocking) or in the background (async). Raises
-        ``ValueError`` without a ``group_id``."""
-        self._member().subscribe(topics, pattern, listener)
+        ``ValueError`` without a ``group_id``, or while :meth:`assign` has partitions assigned
+        (kafka-python's and aiokafka's ``IllegalStateError``: ``assign([])`` first)."""
+        member = self._member()
+        if not member.subscribed and self.assignment():
+            raise ValueError("subscribe() while partitions are assigned: assign([]) first")
+        member.subscribe(topics, pattern, listener)
         self._rewind()
         self._group.wake()  # type: ignore[union-attr]
 

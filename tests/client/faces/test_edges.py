@@ -409,3 +409,24 @@ def test_an_unknown_topic_fails_after_max_block_ms(
         with strict.admin() as admin:
             admin.create_topics([NewTopic(topic, 1)])
         assert producer.send(topic, b"x").result().offset == 0
+
+
+def test_assign_and_subscribe_exclude_each_other(face: Face, topic: str) -> None:
+    """kafka-python's and aiokafka's ``assign`` while subscribed, and ``subscribe`` while
+    partitions are assigned, raise (``IllegalStateError`` there, ``ValueError`` here)."""
+    produce(face, topic, 1, 2)
+    tp = TopicPartition(topic, 0)
+    with face.consumer(group_id=f"g-{topic}", enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.subscribe([topic])
+        assert [r.offset for r in consumer.take(1)] == [0]
+        consumer.commit()
+        with pytest.raises(ValueError):
+            consumer.assign([tp])
+        assert consumer.assignment() == {tp}
+        consumer.unsubscribe()
+        consumer.assign([tp])
+        with pytest.raises(ValueError):
+            consumer.subscribe([topic])
+        consumer.assign([])
+        consumer.subscribe([topic])
+        assert [r.offset for r in consumer.take(1)] == [1]
