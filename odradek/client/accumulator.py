@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from odradek.client.record_buffer import RecordBuffer
+from odradek.client.records import BatchCursor
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
 from odradek.protocol.batch_builder import batch_header
@@ -66,6 +67,7 @@ class Batch:
         "log_append_time_ms",
         "records",
         "retry_at_s",
+        "timestamps",
         "tp",
     )
 
@@ -84,6 +86,7 @@ class Batch:
         self._callbacks: list[Callable[[Batch], Any]] = []
         self.is_tail = False  # published in Accumulator.tails (see the module docstring)
         self.accounted_bytes = 0  # how much of size_bytes is counted in buffered_bytes
+        self.timestamps: list[int] | None = None  # the records', decoded once (result())
 
     def __len__(self) -> int:
         return len(self.records)
@@ -120,15 +123,23 @@ class Batch:
 
     def result(self, index: int) -> RecordMetadata:
         """The metadata of record ``index`` of the completed batch; raises its error if it
-        failed."""
+        failed. Its timestamp is the broker's append time under LogAppendTime, else the
+        record's own (as Kafka's ``RecordMetadata.timestamp()``)."""
         if self.error is not None:
             raise self.error
         key_size, value_size = self.records.sizes(index)
+        timestamp_ms = self.log_append_time_ms
+        if timestamp_ms < 0:  # CreateTime: the record buffer keeps no timestamp per record
+            if self.timestamps is None:  # so they are read back from the encoded batch, once
+                data = memoryview(b"".join(self.data or encode_batch(self)))
+                decoded = BatchCursor(self.tp.topic, self.tp.partition, data, 0).next_records()
+                self.timestamps = [record.timestamp for record in decoded or ()]
+            timestamp_ms = self.timestamps[index]
         return RecordMetadata(
             self.tp.topic,
             self.tp.partition,
             self.base_offset + index if self.base_offset >= 0 else -1,
-            self.log_append_time_ms,
+            timestamp_ms,
             key_size,
             value_size,
         )
@@ -193,14 +204,21 @@ class Accumulator:
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
                 self.close(batch, owned)  # a tail we own is closed: the new batch is not one
-            batch = self.new_batch(TopicPartition(topic, partition), now_s)
+            batch = Batch(TopicPartition(topic, partition), now_s, now_s + self.delivery_timeout_s)
             fresh = True
             owned = False
+        try:
+            index = batch.records.append(value, key, timestamp_ms, headers)
+        except BaseException:  # a bad header or timestamp: the record is refused, nothing
+            if owned:  # changes (no empty batch opened, the tail published again)
+                self.tails[topic] = batch
+            raise
+        if fresh:
+            self.open[batch.tp] = batch
         if tail and not owned and value is not None and not headers:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
                 self.make_tail(batch)
-        index = batch.records.append(value, key, timestamp_ms, headers)
         self._account(batch)
         if owned:
             self.tails[topic] = batch

@@ -73,7 +73,9 @@ class ConsumerCore:
         self._init_face()
         member = None
         if cfg.group_id is not None:
-            member = GroupMember(cfg, self._fetcher, self._consumed, **callbacks)
+            member = GroupMember(
+                cfg, self._fetcher, self._consumed, release=self._rewind, **callbacks
+            )
             if topics:
                 member.subscribe(topics)
         self._group = None if member is None else self._make_group(member)
@@ -119,9 +121,14 @@ class ConsumerCore:
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions`` (no group); new ones start by ``auto_offset_reset``."""
+        """Read exactly ``partitions`` (no group membership); new ones start at the group's
+        committed offset (with a ``group_id``: kafka-python's and aiokafka's ``assign``), and
+        by ``auto_offset_reset`` without one. Raises ``ValueError`` while subscribed (as
+        kafka-python's and aiokafka's ``IllegalStateError``): :meth:`unsubscribe` first."""
+        if self._group is not None and self._group.member.subscribed:
+            raise ValueError("assign() while subscribed: unsubscribe() first")
         self._rewind()
-        self._fetcher.assign(partitions)
+        self._fetcher.assign(partitions, committed=True)
         self._kick()
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -196,8 +203,12 @@ class ConsumerCore:
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
         object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
         happens in the next poll (blocking) or in the background (async). Raises
-        ``ValueError`` without a ``group_id``."""
-        self._member().subscribe(topics, pattern, listener)
+        ``ValueError`` without a ``group_id``, or while :meth:`assign` has partitions assigned
+        (kafka-python's and aiokafka's ``IllegalStateError``: ``assign([])`` first)."""
+        member = self._member()
+        if not member.subscribed and self.assignment():
+            raise ValueError("subscribe() while partitions are assigned: assign([]) first")
+        member.subscribe(topics, pattern, listener)
         self._rewind()
         self._group.wake()  # type: ignore[union-attr]
 

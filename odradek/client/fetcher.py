@@ -2,8 +2,10 @@
 consumers drive it).
 
 State per assigned partition: ``position`` (next offset to hand out, ``None`` until reset),
-a pending reset (``"earliest"``/``"latest"``), and at most one :class:`BatchCursor` over the
-bytes of the last Fetch response. Invariants:
+a pending reset (``"earliest"``/``"latest"``, or ``"committed"``: a partition the application
+assigned to a consumer with a ``group_id`` starts at the group's committed offset, as in
+kafka-python and aiokafka, and by ``auto_offset_reset`` only without one), and at most one
+:class:`BatchCursor` over the bytes of the last Fetch response. Invariants:
 
 1. A Fetch is built only for partitions with a position, no pending reset, and nothing left
    to decode (no buffer, or a buffer without a whole batch left: then the fetch starts where
@@ -36,6 +38,7 @@ from collections.abc import Collection, Iterable
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
+from odradek.client.group_ops import fetch_offsets_op
 from odradek.client.ops import Op, list_offsets_op
 from odradek.client.records import BatchCursor, LazyRecords
 from odradek.client.types import (
@@ -53,6 +56,7 @@ _RESET_TIMESTAMPS = {"earliest": m.EARLIEST_TIMESTAMP, "latest": m.LATEST_TIMEST
 class Fetcher:
     def __init__(self, config: ConsumerConfig) -> None:
         self.auto_offset_reset = config.auto_offset_reset
+        self.group_id = config.group_id
         # the keyword arguments of ops.fetch_op
         self.fetch_options = {
             "max_wait_ms": config.fetch_max_wait_ms,
@@ -76,18 +80,24 @@ class Fetcher:
         self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     # -- assignment and positions ------------------------------------------------------------
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+    def assign(self, partitions: Iterable[TopicPartition], committed: bool = False) -> None:
+        """Read exactly ``partitions``: the kept ones where they are, the new ones from the
+        group's committed offset if ``committed`` (and a ``group_id``), else by
+        ``auto_offset_reset``."""
         new = {TopicPartition(*tp) for tp in partitions}
         self.paused &= new
         for tp in list(self.positions):
             if tp not in new:
                 self._drop(tp)
                 del self.positions[tp]
+        start = "committed" if committed and self.group_id is not None else None
+        if start is None and self.auto_offset_reset != "none":
+            start = self.auto_offset_reset
         for tp in new:
             if tp not in self.positions:
                 self.positions[tp] = None
-                if self.auto_offset_reset != "none":
-                    self.resets[tp] = self.auto_offset_reset
+                if start is not None:
+                    self.resets[tp] = start
 
     def assignment(self) -> set[TopicPartition]:
         return set(self.positions)
@@ -131,9 +141,25 @@ class Fetcher:
         return bool(self.resets) or None in self.positions.values()
 
     def resolve_positions_op(self) -> Op[None]:
-        """Look up the offsets of the partitions waiting for a reset (``earliest``/``latest``).
-        Raises :class:`OffsetOutOfRangeError` for a partition without a position under
-        ``auto_offset_reset="none"``."""
+        """Look up the committed offsets of the partitions waiting for them (those without
+        one go on by ``auto_offset_reset``), then the offsets of the partitions waiting for a
+        reset (``earliest``/``latest``). Raises :class:`OffsetOutOfRangeError` for a partition
+        without a position under ``auto_offset_reset="none"``."""
+        asked = [tp for tp, policy in self.resets.items() if policy == "committed"]
+        if asked:
+            assert self.group_id is not None
+            found = yield from fetch_offsets_op(self.group_id, asked)
+            for tp in asked:
+                if self.resets.get(tp) != "committed":
+                    continue  # a seek or a new assignment meanwhile
+                hit = found.get(tp)
+                if hit is not None:
+                    del self.resets[tp]
+                    self.positions[tp] = hit.offset
+                elif self.auto_offset_reset == "none":
+                    del self.resets[tp]
+                else:
+                    self.resets[tp] = self.auto_offset_reset
         missing = [
             tp for tp, pos in self.positions.items() if pos is None and tp not in self.resets
         ]
@@ -141,9 +167,13 @@ class Fetcher:
             raise OffsetOutOfRangeError(
                 f"no position for {missing} and auto_offset_reset='none' (seek first)"
             )
-        if not self.resets:
+        wanted = {
+            tp: _RESET_TIMESTAMPS[policy]
+            for tp, policy in self.resets.items()
+            if policy in _RESET_TIMESTAMPS  # (not one assigned while the lookup above waited)
+        }
+        if not wanted:
             return
-        wanted = {tp: _RESET_TIMESTAMPS[policy] for tp, policy in self.resets.items()}
         for tp, hit in (yield from list_offsets_op(wanted)).items():
             if tp in self.resets and hit is not None:
                 del self.resets[tp]

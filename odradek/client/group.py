@@ -71,7 +71,10 @@ Callback = Callable[[set[TopicPartition]], Any]
 class GroupMember:
     """One consumer's membership of ``config.group_id`` (options: :class:`ConsumerConfig`'s
     group options), driving ``fetcher``'s assignment; ``consumed()`` gives the offsets an
-    automatic commit commits (the consumer's positions). ``clock`` is injected (tests)."""
+    automatic commit commits (the consumer's positions); ``release()`` gives the fetcher back
+    the records the consumer drained but did not hand out, before a revocation changes the
+    assignment (so none of a revoked partition, or of one whose position a rebalance resets,
+    is handed out after it). ``clock`` is injected (tests)."""
 
     def __init__(
         self,
@@ -81,6 +84,7 @@ class GroupMember:
         *,
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
+        release: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         assert config.group_id is not None
@@ -92,6 +96,7 @@ class GroupMember:
         self.enable_auto_commit = config.enable_auto_commit
         self.heartbeat_interval_s = config.heartbeat_interval_ms / 1000
         self.on_assigned, self.on_revoked = on_assigned, on_revoked
+        self.release = release
         self.clock = clock
         # membership
         self.member_id = ""
@@ -269,6 +274,7 @@ class GroupMember:
 
     def _revoke_op(self, partitions: set[TopicPartition]) -> Op[None]:
         """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
+        self.release()
         if self.enable_auto_commit and self.generation >= 0:
             offsets = {tp: off for tp, off in self.consumed().items() if tp in partitions}
             yield from self._commit_quietly_op(offsets)

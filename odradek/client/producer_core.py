@@ -140,11 +140,13 @@ class ProducerCore:
         ``concurrent.futures.Future`` of its :class:`RecordMetadata`; the async one returns
         an awaitable: ``await producer.send(...)`` queues the record and gives a
         :class:`~odradek.client.futures.DeliveryHandle` (``await`` it for the metadata).
-        ``RecordMetadata.timestamp`` is the broker's log-append time, or -1 under CreateTime.
+        ``RecordMetadata.timestamp`` is the broker's log-append time under LogAppendTime,
+        else the record's own timestamp (Kafka's, kafka-python's and aiokafka's).
 
         ``partition`` None: the partitioner chooses; ``timestamp_ms`` None: now; ``headers``:
         ``(str, bytes | None)`` pairs. Raises ``TypeError`` for a key or value that is not
-        ``bytes``, ``bytearray``, ``memoryview`` or ``None``, :class:`KafkaError` if the
+        ``bytes``, ``bytearray``, ``memoryview`` or ``None`` (or a header that is not such a
+        pair, a ``timestamp_ms`` that is not an int), :class:`KafkaError` if the
         producer is closed (or, async, not started); every other error (unknown or invalid
         topic, partition out of range, record too large, a failed or timed-out delivery) is
         the record's delivery result."""
@@ -208,6 +210,8 @@ class ProducerCore:
             )
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
+        elif not isinstance(timestamp_ms, int):  # the pure-Python buffer would keep it
+            raise TypeError(f"timestamp_ms must be an int, not {type(timestamp_ms).__name__}")
         size = record_size(key, value, headers)
         if size > self._max_record_bytes:
             return for_code(
@@ -230,15 +234,16 @@ class ProducerCore:
                 assert info is not None
                 self._partition_counts[topic] = len(info.partitions)
                 return len(info.partitions)
-            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
-            if not error.retriable or time.monotonic() + delay_s >= deadline_s:
+            remaining_s = deadline_s - time.monotonic()
+            if not error.retriable or remaining_s <= 0:
                 if error.retriable:
                     error = type(error)(
                         f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
                     )
                 raise error
+            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
             attempt += 1
-            yield Sleep(delay_s)  # backoff before asking the broker again
+            yield Sleep(min(delay_s, remaining_s))  # backoff before asking the broker again
 
     def _refresh_op(self, topics: list[str]) -> Op[None]:
         """Ask the partition counts of ``topics`` again (a failure keeps them as they were;

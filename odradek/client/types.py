@@ -44,7 +44,7 @@ class RecordMetadata(NamedTuple):
     topic: str
     partition: int
     offset: int
-    timestamp: int  # ms: the broker's append time under LogAppendTime, else -1
+    timestamp: int  # ms: the broker's append time under LogAppendTime, else the record's
     serialized_key_size: int  # -1 for a null key
     serialized_value_size: int  # -1 for a null value
 

@@ -59,7 +59,7 @@ async def test_async_produce_consume_round_trip(bootstrap: str, topic: str) -> N
             for i in range(200)
         ]
         md = await producer.send_and_wait(topic, None, key=b"tomb", partition=0, timestamp_ms=7)
-        assert md == RecordMetadata(topic, 0, 100, -1, 4, -1)
+        assert md == RecordMetadata(topic, 0, 100, 7, 4, -1)  # CreateTime: the record's
         await producer.flush()
         assert all(h.done() for h in handles)
         offsets = [(await h).offset for h in handles]

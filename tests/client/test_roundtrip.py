@@ -54,7 +54,7 @@ def test_keys_null_values_and_headers_round_trip(bootstrap: str, topic: str) -> 
         producer.flush()
         metadata = [f.result() for f in futures]
     assert [md.offset for md in metadata] == [0, 1, 2, 3, 4]
-    assert metadata[0] == RecordMetadata(topic, 0, 0, -1, 2, 2)
+    assert metadata[0] == RecordMetadata(topic, 0, 0, 1_000, 2, 2)  # CreateTime: the record's
     assert metadata[2].serialized_value_size == -1 and metadata[1].serialized_key_size == -1
     records = consume_all(bootstrap, [TopicPartition(topic, 0)], len(sent))
     got = [(r.key, r.value, r.headers or None) for r in records]
@@ -121,7 +121,8 @@ def test_delivery_futures_resolve_with_offsets_and_callbacks(bootstrap: str, top
         _done, not_done = wait(futures, timeout=30)
         assert not not_done
     assert [f.result().offset for f in futures] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
-    assert seen == [RecordMetadata(topic, 1, 1, -1, -1, 1)]
+    assert seen == [RecordMetadata(topic, 1, 1, futures[3].result().timestamp, -1, 1)]
+    assert seen[0].timestamp > 0  # CreateTime: the time the record was sent
 
 
 def test_close_delivers_everything_queued(bootstrap: str, topic: str) -> None:
