@@ -47,17 +47,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._iterator: list[ConsumerRecord] = []
 
     def _make_group(self, member: GroupMember) -> AsyncGroup:
-        return AsyncGroup(self._client, member, self._group_stepped)
-
-    def _group_stepped(self) -> None:
-        """After each step of the group task: records drained for iteration of a partition
-        the group has since revoked go back, where :meth:`Fetcher.unread` drops them (the new
-        owner reads them from the commit made on revoking). The blocking face's never outlive
-        a poll, in which its group steps."""
-        assigned = self._fetcher.positions
-        if any((r.topic, r.partition) not in assigned for r in self._iterator):
-            self._rewind()
-        self._kick()
+        return AsyncGroup(self._client, member, self._kick)
 
     # -- lifetime ----------------------------------------------------------------------------
     @asynccontextmanager
