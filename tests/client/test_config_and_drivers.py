@@ -126,12 +126,18 @@ def test_a_request_is_sent_as_a_copy_with_its_correlation_id() -> None:
     assert request.correlation_id == 0 and first != second
 
 
-def test_a_paused_partition_is_not_fetched() -> None:
+def positioned_fetcher() -> tuple[Fetcher, TopicPartition, TopicPartition]:
+    """A fetcher with partitions ``a`` at offset 5 and ``b`` at 7."""
     fetcher = Fetcher(ConsumerConfig(bootstrap_servers="h"))
     a, b = TopicPartition("t", 0), TopicPartition("t", 1)
     fetcher.assign([a, b])
     fetcher.seek(a, 5)
     fetcher.seek(b, 7)
+    return fetcher, a, b
+
+
+def test_a_paused_partition_is_not_fetched() -> None:
+    fetcher, a, b = positioned_fetcher()
     fetcher.pause([a])
     assert fetcher.fetchable() == {b: 7}
     with pytest.raises(ValueError):
@@ -146,11 +152,7 @@ def test_a_paused_partition_is_not_fetched() -> None:
 
 
 def test_a_partition_is_in_one_fetch_at_a_time() -> None:
-    fetcher = Fetcher(ConsumerConfig(bootstrap_servers="h"))
-    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
-    fetcher.assign([a, b])
-    fetcher.seek(a, 5)
-    fetcher.seek(b, 7)
+    fetcher, a, b = positioned_fetcher()
     first = fetcher.fetchable()
     assert first == {a: 5, b: 7}
     fetcher.fetch_started(first)

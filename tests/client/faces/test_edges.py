@@ -24,28 +24,8 @@ from odradek.client import (
 from tests.broker_process import BrokerProcess
 from tests.client.faces.conftest import FAST_GROUPS
 from tests.client.faces.driver import Face
-
-MEMBER = {
-    "heartbeat_interval_ms": 100,
-    "session_timeout_ms": 5000,
-    "max_poll_interval_ms": 10_000,
-    "auto_offset_reset": "earliest",
-    "consumer_timeout_ms": 5000,
-}
-
-
-def produce(face: Face, topic: str, partitions: int, per_partition: int) -> None:
-    """``per_partition`` records ``p<partition>-<n>`` with timestamps 1000 * (n + 1)."""
-    with face.admin() as admin:
-        admin.create_topics([NewTopic(topic, partitions)])
-    with face.producer(linger_ms=20) as producer:
-        sent = [
-            producer.send(topic, b"p%d-%d" % (p, n), partition=p, timestamp_ms=1000 * (n + 1))
-            for p in range(partitions)
-            for n in range(per_partition)
-        ]
-        producer.flush(10)
-        assert all(d.result().offset >= 0 for d in sent)
+from tests.client.faces.test_consumer import produce
+from tests.client.faces.test_groups import MEMBER
 
 
 def until(condition: Callable[[], Any], what: str, timeout_s: float = 10.0) -> Any:
