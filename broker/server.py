@@ -16,12 +16,11 @@ then listen. The broker process (:func:`run_server`) then moves every object tha
 left alive into the cyclic garbage collector's permanent generation (``gc.freeze()``): a full
 collection no longer walks the modules, logs and indexes that live as long as the process
 (~50,000 objects, 32-45 ms on this machine's 2-core VM, every few seconds under load), which
-stalled every produce and fetch for as long. Frozen objects still free by reference
-counting (a deleted partition's do); any that later end up in an unreachable reference cycle
-stay in memory until the process exits. Partitions created
-while the broker runs are not frozen (~30 objects each: 1,000 of them bring a full collection
-back to 7-13 ms) until the next start; freezing again at run time would also freeze whatever
-requests were in flight.
+stalled every produce and fetch for as long. Frozen objects still free by reference counting
+(a deleted partition's do); any that later end up in an unreachable reference cycle stay in
+memory until the process exits. Partitions created while the broker runs are not frozen (~30
+objects each: 1,000 of them bring a full collection back to 7-13 ms) until the next start;
+freezing again at run time would also freeze whatever requests were in flight.
 
 Shutdown (SIGTERM, SIGINT, or :meth:`Server.shutdown`): stop accepting, stop
 reading requests, let in-flight requests finish (waiting fetches answer at once; at most
