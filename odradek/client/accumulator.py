@@ -168,9 +168,11 @@ class Accumulator:
         self.tails: dict[str, Batch] = {}  # lock-free: popped by whoever appends or closes
         self.tail_of: dict[str, Batch] = {}  # each topic's live tail (under the caller's lock)
 
-    def new_batch(self, tp: TopicPartition, now_s: float) -> Batch:
-        batch = self.open[tp] = Batch(tp, now_s, now_s + self.delivery_timeout_s)
-        return batch
+    def _new_batch(self, topic: str, partition: int, now_s: float) -> Batch:
+        """A batch for the partition, not in :attr:`open` yet: the caller registers it once
+        its first record is in, so a refused record opens no empty batch (whose ``fresh``
+        wake-up would be lost)."""
+        return Batch(TopicPartition(topic, partition), now_s, now_s + self.delivery_timeout_s)
 
     def _account(self, batch: Batch) -> None:
         """Count the bytes of ``batch`` (owned, or closed) not counted yet in
@@ -204,7 +206,7 @@ class Accumulator:
         if batch is None or batch.size_bytes + size > self.batch_size:
             if batch is not None:
                 self.close(batch, owned)  # a tail we own is closed: the new batch is not one
-            batch = Batch(TopicPartition(topic, partition), now_s, now_s + self.delivery_timeout_s)
+            batch = self._new_batch(topic, partition, now_s)
             fresh = True
             owned = False
         try:
@@ -253,10 +255,12 @@ class Accumulator:
             batch = None
         fresh = batch is None
         if batch is None:
-            batch = self.new_batch(TopicPartition(topic, partition), now_s)
+            batch = self._new_batch(topic, partition, now_s)
         values, keys, rows = columns
         first = len(batch.records)
         end = batch.records.extend(values, keys, rows, start, timestamp_ms, self.batch_size)
+        if fresh:
+            self.open[batch.tp] = batch
         self._account(batch)
         if end < len(memoryview(rows).cast("B")) // 8:
             self.close(batch)  # full: the next rows go to a new batch

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from odradek.client.accumulator import Accumulator
 from odradek.client.futures import RecordFuture
@@ -73,3 +74,15 @@ def test_column_appends_are_counted_batch_by_batch() -> None:
         start = added[0]
         assert acc.buffered_bytes == _held_bytes(acc) == start * SIZE
     assert [len(b) for b in acc.ready] == [4, 4] and len(acc.open[("t", 0)]) == 2  # type: ignore[index]
+
+
+def test_a_refused_column_append_opens_no_batch() -> None:
+    """As a refused ``add``: columns that ``extend`` refuses leave no empty batch open (the
+    next record opens a fresh one, and its ``fresh`` wakes the sender)."""
+    acc = _accumulator(batch_size=4 * SIZE)
+    bad = (("not", "a", "column", 0), None, np.arange(1, dtype=np.int64))
+    with pytest.raises(TypeError):
+        acc.add_columns("t", 0, bad, 0, 0, 0.0)
+    assert ("t", 0) not in acc.open
+    added = acc.add("t", 0, None, VALUE, 0, None, SIZE, 0.0)
+    assert added is not None and added[2]  # fresh
