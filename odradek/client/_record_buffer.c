@@ -17,8 +17,8 @@
  *       headerKeyLength varint, headerKey (UTF-8), headerValueLength varint (-1 null), value
  *
  * Varints are zig-zag LEB128 (Kafka's ByteUtils.writeVarint/writeVarlong). Besides the bytes,
- * the buffer keeps, per record, the key and value sizes (RecordMetadata needs them), the
- * first and the largest timestamp (batch header fields) and `size_bytes`, the *estimated*
+ * the buffer keeps, per record, its timestamp and key and value sizes (RecordMetadata needs
+ * them: metadata(index)), the first and the largest timestamp (batch header fields) and `size_bytes`, the *estimated*
  * size the producer checks against batch_size and buffer_memory: per record
  * RECORD_OVERHEAD_BYTES + key + value + for each header (4 * len(key) + value + 10), the same
  * formula as client.record_buffer.record_size.
@@ -73,13 +73,18 @@ write_varint(char *out, int64_t value)
 /* -- RecordBuffer ------------------------------------------------------------------------- */
 
 typedef struct {
+    int64_t timestamp_ms;
+    int32_t key_size, value_size; /* -1: null */
+} RecordMeta;
+
+typedef struct {
     PyObject_HEAD
     char *data;             /* the encoded records */
     Py_ssize_t length;      /* bytes of data in use */
     Py_ssize_t capacity;    /* bytes allocated */
-    int32_t *sizes;         /* per record: key size, value size (-1: null) */
+    RecordMeta *meta;       /* per record: what RecordMetadata needs */
     Py_ssize_t count;       /* records */
-    Py_ssize_t sizes_capacity; /* records the sizes array holds */
+    Py_ssize_t meta_capacity; /* records the meta array holds */
     int64_t first_timestamp_ms;
     int64_t max_timestamp_ms;
     Py_ssize_t size_bytes;  /* the producer's estimate (see the top of the file) */
@@ -108,7 +113,7 @@ static void
 RecordBuffer_dealloc(RecordBuffer *self)
 {
     PyMem_Free(self->data);
-    PyMem_Free(self->sizes);
+    PyMem_Free(self->meta);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -138,15 +143,15 @@ reserve(RecordBuffer *self, Py_ssize_t more)
         self->data = data;
         self->capacity = want;
     }
-    if (self->count == self->sizes_capacity) {
-        Py_ssize_t want = self->sizes_capacity ? self->sizes_capacity * 2 : 256;
-        int32_t *sizes = PyMem_Realloc(self->sizes, (size_t)want * 2 * sizeof(int32_t));
-        if (sizes == NULL) {
+    if (self->count == self->meta_capacity) {
+        Py_ssize_t want = self->meta_capacity ? self->meta_capacity * 2 : 256;
+        RecordMeta *meta = PyMem_Realloc(self->meta, (size_t)want * sizeof(RecordMeta));
+        if (meta == NULL) {
             PyErr_NoMemory();
             return -1;
         }
-        self->sizes = sizes;
-        self->sizes_capacity = want;
+        self->meta = meta;
+        self->meta_capacity = want;
     }
     return 0;
 }
@@ -294,8 +299,7 @@ append_record(RecordBuffer *self, const char *key, Py_ssize_t key_size, const ch
     }
     self->length = out - self->data;
     Py_ssize_t index = self->count++;
-    self->sizes[2 * index] = (int32_t)key_size;
-    self->sizes[2 * index + 1] = (int32_t)value_size;
+    self->meta[index] = (RecordMeta){timestamp_ms, (int32_t)key_size, (int32_t)value_size};
     if (index == 0) {
         self->first_timestamp_ms = self->max_timestamp_ms = timestamp_ms;
     } else if (timestamp_ms > self->max_timestamp_ms) {
@@ -524,10 +528,12 @@ static PyBufferProcs RecordBuffer_as_buffer = {
     .bf_releasebuffer = (releasebufferproc)RecordBuffer_releasebuffer,
 };
 
-PyDoc_STRVAR(sizes_doc, "sizes(index) -> (key_size, value_size)\n\n-1 for a null key or value.");
+PyDoc_STRVAR(metadata_doc,
+"metadata(index) -> (timestamp_ms, key_size, value_size)\n\n"
+"Record index's timestamp, and key and value sizes (-1 for a null key or value).");
 
 static PyObject *
-RecordBuffer_sizes(RecordBuffer *self, PyObject *arg)
+RecordBuffer_metadata(RecordBuffer *self, PyObject *arg)
 {
     Py_ssize_t index = PyLong_AsSsize_t(arg);
     if (index == -1 && PyErr_Occurred()) {
@@ -540,7 +546,8 @@ RecordBuffer_sizes(RecordBuffer *self, PyObject *arg)
         PyErr_SetString(PyExc_IndexError, "record index out of range");
         return NULL;
     }
-    return Py_BuildValue("(ii)", self->sizes[2 * index], self->sizes[2 * index + 1]);
+    const RecordMeta *meta = &self->meta[index];
+    return Py_BuildValue("(Lii)", (long long)meta->timestamp_ms, meta->key_size, meta->value_size);
 }
 
 static Py_ssize_t
@@ -570,7 +577,7 @@ RecordBuffer_get_max_timestamp_ms(RecordBuffer *self, void *Py_UNUSED(closure))
 static PyMethodDef RecordBuffer_methods[] = {
     {"append", (PyCFunction)(void (*)(void))RecordBuffer_append, METH_FASTCALL, append_doc},
     {"body", (PyCFunction)RecordBuffer_body, METH_NOARGS, body_doc},
-    {"sizes", (PyCFunction)RecordBuffer_sizes, METH_O, sizes_doc},
+    {"metadata", (PyCFunction)RecordBuffer_metadata, METH_O, metadata_doc},
     {"extend", (PyCFunction)RecordBuffer_extend, METH_VARARGS, extend_doc},
     {NULL, NULL, 0, NULL},
 };

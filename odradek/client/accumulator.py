@@ -40,7 +40,6 @@ from collections.abc import Callable
 from typing import Any
 
 from odradek.client.record_buffer import RecordBuffer
-from odradek.client.records import BatchCursor
 from odradek.client.types import RecordMetadata, TopicPartition
 from odradek.protocol import compression as _compression
 from odradek.protocol.batch_builder import batch_header
@@ -67,7 +66,6 @@ class Batch:
         "log_append_time_ms",
         "records",
         "retry_at_s",
-        "timestamps",
         "tp",
     )
 
@@ -86,7 +84,6 @@ class Batch:
         self._callbacks: list[Callable[[Batch], Any]] = []
         self.is_tail = False  # published in Accumulator.tails (see the module docstring)
         self.accounted_bytes = 0  # how much of size_bytes is counted in buffered_bytes
-        self.timestamps: list[int] | None = None  # the records', decoded once (result())
 
     def __len__(self) -> int:
         return len(self.records)
@@ -127,14 +124,9 @@ class Batch:
         record's own (as Kafka's ``RecordMetadata.timestamp()``)."""
         if self.error is not None:
             raise self.error
-        key_size, value_size = self.records.sizes(index)
-        timestamp_ms = self.log_append_time_ms
-        if timestamp_ms < 0:  # CreateTime: the record buffer keeps no timestamp per record
-            if self.timestamps is None:  # so they are read back from the encoded batch, once
-                data = memoryview(b"".join(self.data or encode_batch(self)))
-                decoded = BatchCursor(self.tp.topic, self.tp.partition, data, 0).next_records()
-                self.timestamps = [record.timestamp for record in decoded or ()]
-            timestamp_ms = self.timestamps[index]
+        timestamp_ms, key_size, value_size = self.records.metadata(index)
+        if self.log_append_time_ms >= 0:
+            timestamp_ms = self.log_append_time_ms
         return RecordMetadata(
             self.tp.topic,
             self.tp.partition,

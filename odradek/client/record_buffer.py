@@ -14,7 +14,8 @@ it is appended. Both keep:
   ``batch_size`` and ``buffer_memory``: per record :func:`record_size` — key + value +
   ``RECORD_OVERHEAD_BYTES`` + an upper bound per header — never below the encoding;
 - ``first_timestamp_ms`` (timestamp deltas are relative to it) and ``max_timestamp_ms``;
-- ``sizes(i)``: record i's key and value sizes (-1 for null), for ``RecordMetadata``.
+- ``metadata(i)``: record i's timestamp, and key and value sizes (-1 for null), for
+  ``RecordMetadata``.
 
 :class:`PyTailAppender` is the lock-free fast path of ``send()`` for a null-key record without
 headers: ``append(topic, value)`` takes the topic's tail batch out of ``tails`` (whoever
@@ -122,10 +123,11 @@ class PyRecordBuffer:
         self.size_bytes += record_size(key, value, headers)
         return index
 
-    def sizes(self, index: int) -> tuple[int, int]:
+    def metadata(self, index: int) -> tuple[int, int, int]:
         key = self.keys[index]
         value = self.values[index]
-        return (-1 if key is None else len(key), -1 if value is None else len(value))
+        key_size = -1 if key is None else len(key)
+        return self.timestamps[index], key_size, -1 if value is None else len(value)
 
     def extend(
         self,

@@ -77,12 +77,13 @@ def test_every_buffer_encodes_what_the_reference_encoder_does(records: list[Row]
         assert buffer.size_bytes == sum(record_size(k, v, h) for k, v, _, h in records)
         assert buffer.first_timestamp_ms == records[0][2]
         assert buffer.max_timestamp_ms == max(ts for _, _, ts, _ in records)
-        for i, (key, value, _, _) in enumerate(records):
-            expected_sizes = (
+        for i, (key, value, timestamp_ms, _) in enumerate(records):
+            meta = (
+                timestamp_ms,
                 len(key) if key is not None else -1,
                 len(value or b"") - (value is None),
             )
-            assert buffer.sizes(i) == expected_sizes
+            assert buffer.metadata(i) == meta
         assert buffer.size_bytes >= len(buffer.body())  # the estimate never undershoots
 
 
@@ -114,7 +115,7 @@ def test_bad_fields_are_refused_and_leave_the_buffer_as_it_was(cls: Any) -> None
             buffer.append(value, key, NOW_MS, hdrs)
         assert (len(buffer), buffer.size_bytes, buffer.body()) == before
     with pytest.raises(IndexError):
-        buffer.sizes(1)
+        buffer.metadata(1)
 
 
 @pytest.mark.parametrize("cls", BUFFERS)
