@@ -42,6 +42,7 @@ BENCHMARKS = [
     "spark_files",
     "groups",
     "startup",
+    "client_size",
     "growth",
     "kafka",
     "metrics",
