@@ -380,3 +380,52 @@ def test_every_codec_round_trips_headers_and_keys(face: Face, topic: str, codec:
         (b"k%d" % i if i % 2 else None, b"v%d" % i * 50, [("n", b"%d" % i), ("é", None)])
         for i in range(20)
     ]
+
+
+# -- delivery callbacks ----------------------------------------------------------------------------
+def test_delivery_callbacks_run_once_and_survive_a_raising_one(
+    face: Face, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kafka-python's future and aiokafka's ``asyncio.Future``: ``add_done_callback(fn)``
+    calls ``fn(future)`` once, at once if it is done; ``result()`` and ``exception()`` read
+    it. A callback that raises is logged; the other callbacks and records go on."""
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, 1)])
+    calls: list[tuple[str, Any, int]] = []
+
+    def note(name: str) -> Any:
+        def callback(future: Any) -> None:
+            error = future.exception()
+            outcome = type(error) if error is not None else future.result().offset
+            calls.append((name, outcome, threading.get_ident()))
+
+        return callback
+
+    def boom(future: Any) -> None:
+        raise RuntimeError("a user's callback fails")
+
+    loop_thread = face.portal.call(threading.get_ident) if face.portal else None
+    with face.producer(linger_ms=60_000) as producer:
+        first = producer.send(topic, b"a", partition=0)
+        second = producer.send(topic, b"b", partition=0)
+        refused = producer.send(topic, b"c", partition=9)  # fails before it is queued
+        first.add_done_callback(boom)
+        first.add_done_callback(note("first"))
+        second.add_done_callback(note("second"))
+        refused.add_done_callback(note("refused"))
+        assert [c[0] for c in calls] == ["refused"]  # done already: called at once
+        producer.flush(10)
+        assert first.done() and first.exception() is None
+        assert isinstance(refused.exception(), UnknownTopicOrPartitionError)
+        second.add_done_callback(note("late"))  # done already: called at once
+        assert producer.send(topic, b"d", partition=0)  # the producer still works
+        producer.flush(10)
+    assert sorted((name, outcome) for name, outcome, _ in calls) == [
+        ("first", 0),
+        ("late", 1),
+        ("refused", UnknownTopicOrPartitionError),
+        ("second", 1),
+    ]
+    if loop_thread is not None:  # the async faces: in the event loop's thread
+        assert {thread for _, _, thread in calls} == {loop_thread}
+    assert "a user's callback fails" in caplog.text
