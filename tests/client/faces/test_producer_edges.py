@@ -429,3 +429,30 @@ def test_delivery_callbacks_run_once_and_survive_a_raising_one(
     if loop_thread is not None:  # the async faces: in the event loop's thread
         assert {thread for _, _, thread in calls} == {loop_thread}
     assert "a user's callback fails" in caplog.text
+
+
+@pytest.mark.parametrize("acks", [1, 0])
+def test_close_from_a_delivery_callback_waits_for_nothing(
+    face: Face, topic: str, acks: int
+) -> None:
+    """Kafka's ``close()`` from a callback is ``close(0)`` (kafka-python's too): the thread that
+    runs the callback is the one that would complete the records it would wait for."""
+    if face.is_async:
+        pytest.skip("an async producer's stop() is awaited: a callback cannot call it")
+    closed = threading.Event()
+    errors: list[BaseException] = []
+
+    def close(future: Any) -> None:
+        try:
+            producer.target.close()
+        except BaseException as exc:
+            errors.append(exc)
+        closed.set()
+
+    with face.producer(acks=acks) as producer:
+        producer.send(topic, b"known").result()
+        producer.send(topic, b"v").add_done_callback(close)
+        assert closed.wait(10), "close() from the callback hung"
+        assert errors == []
+        with pytest.raises(KafkaError):
+            producer.send(topic, b"after")
