@@ -163,7 +163,11 @@ class Producer(ProducerCore):
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Send every record queued so far and wait until each is acknowledged or failed.
-        Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
+        Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first, and
+        :class:`KafkaError` if called from a delivery callback (as Kafka's: the thread running
+        it is the one that would complete the records it would wait for)."""
+        if getattr(self._completing, "active", False):
+            raise KafkaError("flush() called from a delivery callback would wait for itself")
         with self._flush_pending() as pending:
             # each batch's first record's future: concurrent.futures.wait makes them real ones
             if wait([record_future(batch, 0) for batch in pending], timeout).not_done:

@@ -456,3 +456,26 @@ def test_close_from_a_delivery_callback_waits_for_nothing(
         assert errors == []
         with pytest.raises(KafkaError):
             producer.send(topic, b"after")
+
+
+def test_flush_from_a_delivery_callback_raises(face: Face, topic: str) -> None:
+    """Kafka's ``flush()`` from a callback raises (KafkaException: it may deadlock): the thread
+    that runs the callback is the one that would complete the records it waits for."""
+    if face.is_async:
+        pytest.skip("an async producer's flush() is awaited: a callback cannot call it")
+    outcome: Future[Any] = Future()
+
+    def flush(future: Any) -> None:
+        try:
+            producer.send(topic, b"from the callback")
+            producer.target.flush()
+            outcome.set_result(None)
+        except BaseException as exc:
+            outcome.set_exception(exc)
+
+    with face.producer() as producer:
+        producer.send(topic, b"known").result()
+        producer.send(topic, b"v").add_done_callback(flush)
+        with pytest.raises(KafkaError, match="delivery callback"):
+            outcome.result(10)
+        producer.flush(10)  # from any other thread, it works
