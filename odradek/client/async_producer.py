@@ -1,5 +1,6 @@
 """The async producer (anyio), aiokafka-style: ``await start()`` / ``await stop()`` or
-``async with``; ``fut = await p.send(...)`` then ``md = await fut``; ``await send_and_wait``.
+``async with``; ``fut = await p.send(...)`` then ``md = await fut`` (or
+``fut.add_done_callback(fn)``, ``fut.result()``: :class:`DeliveryHandle`); ``await send_and_wait``.
 
 What it does (batching, partitioning, retries, errors) is
 :class:`~odradek.client.producer_core.ProducerCore`'s (see its module), the blocking producer's

@@ -4,12 +4,14 @@ A batch (:class:`~odradek.client.accumulator.Batch`) completes once, with its ba
 an error; a record's result is derived from it and its index in the batch (one shared result
 per batch, as Kafka's ``FutureRecordMetadata``). The blocking producer returns a
 :class:`RecordFuture` (a ``concurrent.futures.Future``), the async one a
-:class:`DeliveryHandle` (awaitable); a record refused before it was queued gets a
+:class:`DeliveryHandle` (awaitable, with the ``asyncio.Future`` methods aiokafka users call on
+a delivery, on every backend); a record refused before it was queued gets a
 :class:`FailedFuture` or a handle holding the error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Generator
@@ -99,13 +101,19 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         """Call ``fn(future)`` once the record is delivered or failed (at once if it is);
         an exception it raises is logged, as ``concurrent.futures`` does."""
 
-        def call(_: Batch) -> None:
-            try:
-                fn(self)
-            except Exception:
-                _LOGGER.exception("exception calling callback for %r", self)
+        self._batch.add_done_callback(_logged(fn, self))
 
-        self._batch.add_done_callback(call)
+
+def _logged(fn: Callable[[Any], object], arg: Any) -> Callable[[Batch], None]:
+    """A batch callback that calls ``fn(arg)`` and logs (not raises) what it raises."""
+
+    def call(_: Batch) -> None:
+        try:
+            fn(arg)
+        except Exception:
+            _LOGGER.exception("exception calling callback for %r", arg)
+
+    return call
 
 
 def record_future(batch: Batch, index: int) -> RecordFuture:
@@ -137,9 +145,14 @@ class FailedFuture(Future):  # type: ignore[type-arg]
 
 
 class DeliveryHandle:
-    """Awaitable result of one record: ``await handle`` -> :class:`RecordMetadata`."""
+    """Awaitable result of one record: ``await handle`` -> :class:`RecordMetadata`.
 
-    __slots__ = ("_batch", "_error", "_index")
+    It also has the part of ``asyncio.Future``'s API that aiokafka users call on what
+    aiokafka's ``send`` returns, on every backend (trio too): :meth:`done`, :meth:`result`,
+    :meth:`exception`, :meth:`add_done_callback` and :meth:`cancelled` (a delivery cannot be
+    cancelled: cancelling an ``await handle`` leaves the record queued)."""
+
+    __slots__ = ("_batch", "_error", "_index")  # _error: set only with _batch None (C: unset)
 
     def __init__(
         self, batch: Batch | None, index: int = 0, error: BaseException | None = None
@@ -150,6 +163,40 @@ class DeliveryHandle:
 
     def done(self) -> bool:
         return self._batch is None or self._batch.is_done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self) -> RecordMetadata:
+        """The record's metadata, or raises its delivery error; raises
+        ``asyncio.InvalidStateError`` while it is not :meth:`done` (as ``asyncio.Future``)."""
+        batch = self._settled()
+        if batch is None:
+            raise self._error  # type: ignore[misc]
+        return batch.result(self._index)
+
+    def exception(self) -> BaseException | None:
+        """The record's delivery error (``None`` if it was delivered); raises
+        ``asyncio.InvalidStateError`` while it is not :meth:`done`."""
+        batch = self._settled()
+        return self._error if batch is None else batch.error
+
+    def add_done_callback(self, fn: Callable[[DeliveryHandle], object]) -> None:
+        """Call ``fn(handle)`` once the record is delivered or failed, at once if it is.
+        Unlike ``asyncio.Future`` (which schedules it on its loop), ``fn`` runs in the thread
+        that completes the record's batch, as it does so: for :class:`AsyncProducer` the
+        event loop's thread (on trio too), inside the producer's sender; it must not block.
+        An exception it raises is logged, as ``concurrent.futures`` does."""
+        call = _logged(fn, self)
+        if self._batch is None:
+            call(None)  # type: ignore[arg-type]
+        else:
+            self._batch.add_done_callback(call)
+
+    def _settled(self) -> Batch | None:
+        if not self.done():
+            raise asyncio.InvalidStateError("record not delivered yet")
+        return self._batch
 
     async def _result(self) -> RecordMetadata:
         batch = self._batch

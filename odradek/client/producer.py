@@ -14,6 +14,7 @@ its module), the async producer's too; this face adds threads and locks:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from odradek.client.producer_core import Placed, ProducerCore
 __all__ = ["Producer"]
 
 _monotonic = time.monotonic
+_LOGGER = logging.getLogger("odradek.client.producer")
 
 
 @blocking_face
@@ -55,6 +57,7 @@ class Producer(ProducerCore):
         # guards the accumulator's batches and byte count; taken alone by send() (per record)
         # and after _lock by the other threads (lock order: _lock, then _append_lock)
         self._append_lock = threading.Lock()
+        self._completing = threading.local()  # .active: in _complete (delivery callbacks)
         self._sender = threading.Thread(target=self._run_sender, name="odradek-sender", daemon=True)
         self._sender.start()
 
@@ -143,6 +146,13 @@ class Producer(ProducerCore):
                 self._in_flight[seq] = (_monotonic(), batches)
         future.add_done_callback(lambda f: self._complete(seq, *_outcome(f)))
 
+    def _complete(self, seq: int, response: Any, error: BaseException | None) -> None:
+        self._completing.active = True  # this thread runs delivery callbacks (see close)
+        try:
+            super()._complete(seq, response, error)
+        finally:
+            self._completing.active = False
+
     def _stale_connection(self, now: float) -> BlockingConnection | None:
         """The connection, if a request on it waited longer than request_timeout_ms."""
         limit_s = self.config.request_timeout_ms / 1000
@@ -153,7 +163,11 @@ class Producer(ProducerCore):
     # -- flush / close -----------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> None:
         """Send every record queued so far and wait until each is acknowledged or failed.
-        Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first."""
+        Raises :class:`KafkaTimeoutError` if ``timeout`` (seconds) passes first, and
+        :class:`KafkaError` if called from a delivery callback (as Kafka's: the thread running
+        it is the one that would complete the records it would wait for)."""
+        if getattr(self._completing, "active", False):
+            raise KafkaError("flush() called from a delivery callback would wait for itself")
         with self._flush_pending() as pending:
             # each batch's first record's future: concurrent.futures.wait makes them real ones
             if wait([record_future(batch, 0) for batch in pending], timeout).not_done:
@@ -161,13 +175,20 @@ class Producer(ProducerCore):
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to ``timeout`` seconds), then stop. Records still
-        undelivered after the timeout fail with :class:`KafkaTimeoutError`."""
+        undelivered after the timeout fail with :class:`KafkaTimeoutError`. Called from a
+        delivery callback, it waits for nothing (``timeout`` 0, as Kafka's): the thread
+        running the callback is the one that would complete the records."""
         if self._closed:
             return
+        if getattr(self._completing, "active", False):
+            _LOGGER.warning("close() called from a delivery callback: timeout %s -> 0", timeout)
+            timeout = 0
         with self._locked():
             self._closing = True
             self._appender.closed = True
-        self._sender.join(timeout)
+        in_sender = threading.current_thread() is self._sender  # (acks=0 completes there)
+        if not in_sender:
+            self._sender.join(timeout)
         self._closed = True
         if self._sender.is_alive():
             with self._locked():
@@ -176,7 +197,8 @@ class Producer(ProducerCore):
                 self._in_flight.clear()
             for batch in stranded:
                 batch.complete(error=KafkaTimeoutError("producer closed before delivery"))
-            self._sender.join(5)
+            if not in_sender:
+                self._sender.join(5)
         self._client.close()
 
     def __enter__(self) -> Producer:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -50,14 +51,32 @@ BACKENDS: dict[str, tuple[str, dict[str, Any]] | None] = {
 
 class Delivery:
     """The outcome of one ``send``: ``result(timeout_s)`` -> :class:`RecordMetadata` or raises
-    the delivery error."""
+    the delivery error. ``target`` is the face's own future or handle; ``done()``,
+    ``exception()`` (once done) and ``add_done_callback(fn)`` (``fn(target)``) are its own,
+    called where users call them (an async face's in its event loop's thread)."""
 
-    def __init__(self, wait: Callable[[float], RecordMetadata], done: Callable[[], bool]) -> None:
+    def __init__(
+        self, wait: Callable[[float], RecordMetadata], target: Any, call: Callable[..., Any]
+    ) -> None:
         self._wait = wait
-        self.done = done
+        self.target = target
+        self._call = call
 
     def result(self, timeout_s: float = 10.0) -> RecordMetadata:
         return self._wait(timeout_s)
+
+    def done(self) -> bool:
+        return self._call(self.target.done)  # type: ignore[no-any-return]
+
+    def exception(self) -> BaseException | None:
+        return self._call(functools.partial(self.target.exception, *self._now))
+
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        self._call(functools.partial(self.target.add_done_callback, fn))
+
+    @property
+    def _now(self) -> tuple[float, ...]:  # concurrent.futures' exception() waits, by default
+        return (0,) if isinstance(self.target, Future) else ()
 
 
 class _Proxy:
@@ -83,7 +102,7 @@ class BlockingProducer:
 
     def send(self, topic: str, value: Any = None, key: Any = None, **kwargs: Any) -> Delivery:
         future = self.target.send(topic, value, key, **kwargs)
-        return Delivery(lambda timeout_s: future.result(timeout_s), future.done)
+        return Delivery(lambda timeout_s: future.result(timeout_s), future, lambda f: f())
 
     def flush(self, timeout_s: float | None = None) -> None:
         self.target.flush(timeout_s)
@@ -102,7 +121,9 @@ class AsyncProducerDriver(_Proxy):
             with anyio.fail_after(timeout_s):
                 return await handle
 
-        return Delivery(lambda timeout_s: self._portal.call(wait, timeout_s), handle.done)
+        return Delivery(
+            lambda timeout_s: self._portal.call(wait, timeout_s), handle, self._portal.call
+        )
 
 
 class BlockingConsumer:
