@@ -47,6 +47,15 @@ def _first_error(results: Iterable[Any], name: str = "name") -> None:
             raise for_code(result.error_code, f"{item}: {message}" if message else item)
 
 
+def _configs(configs: Mapping[str, str]) -> dict[str, str]:
+    """``configs`` as a dict; ``TypeError`` naming the first key whose value is not a ``str``
+    (sent as it is, the broker could not decode the request and would close the connection)."""
+    for key, value in configs.items():
+        if not isinstance(value, str):
+            raise TypeError(f"config values must be str, not {type(value).__name__} for {key!r}")
+    return dict(configs)
+
+
 def _topic_resource(resource: type[T], topic: str, **fields: Any) -> list[T]:
     """The ``resources`` of a config request about one topic."""
     return [resource(resource_type=m.ConfigResourceType.TOPIC, resource_name=topic, **fields)]
@@ -72,7 +81,8 @@ class AdminCore:
     @operation
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> Op[None]:
         """Create topics (``validate_only``: only check that they could be); raises the first
-        per-topic error (e.g. ``TopicAlreadyExistsError``)."""
+        per-topic error (e.g. ``TopicAlreadyExistsError``), and ``TypeError`` at once for a
+        config value that is not a ``str``."""
         request = m.CreateTopicsRequest(
             correlation_id=0,
             topics=[
@@ -80,7 +90,7 @@ class AdminCore:
                     name=t.name,
                     num_partitions=t.num_partitions,
                     replication_factor=t.replication_factor,
-                    configs=dict(t.configs),
+                    configs=_configs(t.configs),
                 )
                 for t in new_topics
             ],
@@ -164,10 +174,11 @@ class AdminCore:
     def alter_configs(
         self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
     ) -> Op[None]:
-        """Set (``set``) and remove (``delete``) topic-level overrides."""
+        """Set (``set``) and remove (``delete``) topic-level overrides; the others stay (Kafka's
+        IncrementalAlterConfigs). A value that is not a ``str`` is a ``TypeError``."""
         configs = [
             m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
-            for k, v in (set or {}).items()
+            for k, v in _configs(set or {}).items()
         ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
         resources = _topic_resource(m.AlterConfigsResource, topic, configs=configs)
         resp, _ = yield Call(m.AlterConfigsRequest(correlation_id=0, resources=resources))

@@ -282,3 +282,18 @@ def test_admin_outlives_a_broker_restart(face: Face, topic: str, own_broker: Bro
         quick.create_partitions({topic: 2})
         [described] = quick.describe_topics([topic])
         assert len(described.partitions) == 2
+
+
+def test_a_config_value_that_is_not_a_string_is_refused_at_once(face: Face, topic: str) -> None:
+    """Kafka's config values are strings (Java's ``Map<String, String>``); an ``int`` or
+    ``None`` is a ``TypeError`` naming the key, before anything is sent."""
+    with face.admin(request_timeout_ms=3000) as admin:
+        for value in (60000, None):
+            with pytest.raises(TypeError, match=r"retention\.ms"):
+                admin.create_topics([NewTopic(topic, 1, configs={"retention.ms": value})])
+        assert topic not in admin.list_topics()
+        admin.create_topics([NewTopic(topic, 1)])
+        for value in (120000, None):
+            with pytest.raises(TypeError, match=r"retention\.ms"):
+                admin.alter_configs(topic, set={"retention.ms": value})
+        assert admin.describe_configs(topic)["retention.ms"].is_default
