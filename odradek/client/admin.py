@@ -111,13 +111,17 @@ class AdminCore:
         _first_error(check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
-    def create_partitions(self, counts: Mapping[str, int]) -> Op[None]:
-        """Raise topics' partition counts to ``counts`` (topic -> new total)."""
+    def create_partitions(
+        self, counts: Mapping[str, int], *, validate_only: bool = False
+    ) -> Op[None]:
+        """Raise topics' partition counts to ``counts`` (topic -> new total; ``validate_only``:
+        only check that they could be)."""
         resp, _ = yield Call(
             m.CreatePartitionsRequest(
                 correlation_id=0,
                 topics=[m.CreatePartitionsTopic(name=n, count=c) for n, c in counts.items()],
                 timeout_ms=self._timeout_ms,
+                validate_only=validate_only,
             )
         )
         _first_error(check(resp).results)  # type: ignore[attr-defined]
@@ -172,16 +176,26 @@ class AdminCore:
 
     @operation
     def alter_configs(
-        self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
+        self,
+        topic: str,
+        set: Mapping[str, str] | None = None,
+        delete: Iterable[str] = (),
+        *,
+        validate_only: bool = False,
     ) -> Op[None]:
         """Set (``set``) and remove (``delete``) topic-level overrides; the others stay (Kafka's
-        IncrementalAlterConfigs). A value that is not a ``str`` is a ``TypeError``."""
+        IncrementalAlterConfigs; ``validate_only``: only check that they could be). A value
+        that is not a ``str`` is a ``TypeError``."""
         configs = [
             m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
             for k, v in _configs(set or {}).items()
         ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
         resources = _topic_resource(m.AlterConfigsResource, topic, configs=configs)
-        resp, _ = yield Call(m.AlterConfigsRequest(correlation_id=0, resources=resources))
+        resp, _ = yield Call(
+            m.AlterConfigsRequest(
+                correlation_id=0, resources=resources, validate_only=validate_only
+            )
+        )
         _first_error(check(resp).responses, "resource_name")  # type: ignore[attr-defined]
 
     @operation

@@ -297,3 +297,21 @@ def test_a_config_value_that_is_not_a_string_is_refused_at_once(face: Face, topi
             with pytest.raises(TypeError, match=r"retention\.ms"):
                 admin.alter_configs(topic, set={"retention.ms": value})
         assert admin.describe_configs(topic)["retention.ms"].is_default
+
+
+def test_validate_only_checks_partitions_and_configs_and_changes_nothing(
+    face: Face, topic: str
+) -> None:
+    """kafka-python's and Java's ``create_partitions`` and ``alter_configs`` take
+    ``validate_only``: the broker's refusals, and no change."""
+    with face.admin() as admin:
+        admin.create_topics([NewTopic(topic, 2)])
+        admin.create_partitions({topic: 3}, validate_only=True)
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({topic: 2}, validate_only=True)
+        admin.alter_configs(topic, set={"retention.ms": "1000"}, validate_only=True)
+        with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
+            admin.alter_configs(topic, set={"retention.ms": "soon"}, validate_only=True)
+        [described] = admin.describe_topics([topic])
+        assert len(described.partitions) == 2
+        assert admin.describe_configs(topic)["retention.ms"].is_default
