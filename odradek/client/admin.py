@@ -37,6 +37,8 @@ __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
 T = TypeVar("T")
 
+_INT32_MAX = 2**31 - 1  # the broker's timeout_ms is an Int32 on the wire
+
 
 def _first_error(results: Iterable[Any], name: str = "name") -> None:
     """Raise the error of the first result with an ``error_code``, in request order, naming
@@ -66,8 +68,9 @@ class AdminCore:
 
     Args and the errors of the constructor and the calls: those of
     :class:`~odradek.client.core.ClientCore`, whose client it uses (``request_timeout_ms`` is
-    also the broker's own timeout for topic creation and deletion). Each call also raises the
-    first per-item error the broker answers, in request order (see the module's documentation).
+    also the broker's own timeout for creating and deleting topics, adding partitions and
+    deleting records, at most 2**31 - 1 ms). Each call also raises the first per-item error the
+    broker answers, in request order (see the module's documentation).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
@@ -76,7 +79,7 @@ class AdminCore:
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
         self._client = self._io = self._client_type(bootstrap_servers, **options)
         self.config = self._client.config
-        self._timeout_ms = self.config.request_timeout_ms
+        self._timeout_ms = min(self.config.request_timeout_ms, _INT32_MAX)
 
     @operation
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> Op[None]:

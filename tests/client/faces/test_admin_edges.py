@@ -315,3 +315,26 @@ def test_validate_only_checks_partitions_and_configs_and_changes_nothing(
         [described] = admin.describe_topics([topic])
         assert len(described.partitions) == 2
         assert admin.describe_configs(topic)["retention.ms"].is_default
+
+
+def test_a_request_timeout_beyond_int32_is_not_sent_to_the_broker(face: Face, topic: str) -> None:
+    """``request_timeout_ms`` is also the broker's timeout for the topic and record calls, an
+    Int32 on the wire: a larger one (a user's "no limit") must still make calls that work."""
+    tp = TopicPartition(topic, 0)
+    done = threading.Event()
+    with face.admin(request_timeout_ms=2**31) as admin:
+
+        def calls() -> None:
+            admin.create_topics([NewTopic(topic, 1)])
+            admin.create_partitions({topic: 2})
+            assert admin.delete_records({tp: -1}) == {tp: 0}
+            admin.delete_topics([topic])
+            done.set()
+
+        worker = threading.Thread(target=calls, daemon=True)
+        worker.start()
+        try:
+            assert done.wait(5), "the calls did not end"
+        finally:
+            admin.close()  # ends the calls (as 'client is closed') if they hang
+            worker.join(10)
