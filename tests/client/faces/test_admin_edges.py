@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -338,3 +339,29 @@ def test_a_request_timeout_beyond_int32_is_not_sent_to_the_broker(face: Face, to
         finally:
             admin.close()  # ends the calls (as 'client is closed') if they hang
             worker.join(10)
+
+
+def test_an_argument_the_broker_cannot_decode_is_refused_at_once(face: Face, topic: str) -> None:
+    """A field of the wrong type or out of its wire range (a ``float`` timestamp such as
+    ``time.time() * 1000``, a ``str`` count) raises at once, naming the field: kafka-python
+    and aiokafka fail such a request on the client too. Sent, it would make the broker close
+    the connection, and the call would resend it until ``request_timeout_ms``."""
+    tp = TopicPartition(topic, 0)
+    refused: list[tuple[Callable[[Any], Any], type[Exception], str]] = [
+        (lambda a: a.list_offsets({tp: time.time() * 1000}), TypeError, r"\.timestamp"),
+        (lambda a: a.create_partitions({topic: "3"}), TypeError, r"\.count"),
+        (lambda a: a.create_topics([NewTopic(topic + "-x", "3")]), TypeError, "num_partitions"),
+        (lambda a: a.create_topics([NewTopic(topic + "-x", 1, 2**15)]), ValueError, "replicati"),
+        (lambda a: a.delete_records({tp: "0"}), TypeError, r"\.offset"),
+        (lambda a: a.delete_topics([topic, 5]), TypeError, r"topic_names\[1\]"),
+        (lambda a: a.alter_group_offsets("g", {tp: 1.0}), TypeError, "committed_offset"),
+    ]
+    with face.admin(request_timeout_ms=3000) as admin:
+        admin.create_topics([NewTopic(topic, 2)])
+        for call, error, field in refused:
+            with pytest.raises(error, match=field):
+                call(admin)
+        assert admin.describe_topics([topic])[0].partitions == [
+            PartitionInfo(0, 0, 0),
+            PartitionInfo(1, 0, 0),
+        ]
