@@ -10,8 +10,11 @@ than returning a per-topic dict.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
+
+import msgspec
 
 from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
@@ -32,10 +35,13 @@ from odradek.client.types import (
     TopicPartition,
 )
 from odradek.protocol import messages as m
+from odradek.protocol.frames import Buffer
 
 __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
 T = TypeVar("T")
+
+_INT32_MAX = 2**31 - 1  # the broker's timeout_ms is an Int32 on the wire
 
 
 def _first_error(results: Iterable[Any], name: str = "name") -> None:
@@ -45,6 +51,56 @@ def _first_error(results: Iterable[Any], name: str = "name") -> None:
         if result.error_code:
             item, message = getattr(result, name), getattr(result, "error_message", None)
             raise for_code(result.error_code, f"{item}: {message}" if message else item)
+
+
+class _CheckedIO:
+    """The admin's I/O object (:mod:`odradek.client.drivers`): its client, but a request the
+    broker could not decode (a field of the wrong type or out of its wire range) raises
+    ``TypeError`` (``ValueError`` for a range) naming the field, instead of being sent: the
+    broker would close the connection, and the call would resend it until
+    ``request_timeout_ms``."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def call(self, request: m.Request, raw: Buffer | Sequence[Buffer] = b"") -> Any:
+        head = m.encode_request(request)[0]
+        try:
+            m.decode_request(memoryview(head)[4:])  # past the frame's length prefix
+        except m.MalformedMessage as exc:
+            found = re.search(r": (Expected .*?)(?: - at `\$(.*)`)?$", str(exc))
+            why, path = (found.group(1), found.group(2) or "") if found else (str(exc), "")
+            error = TypeError if ", got `" in why else ValueError
+            raise error(f"{_field_name(request, path)}: {why}") from None
+        return self._client.call(request, raw)  # the face's: a result, or a coroutine
+
+
+def _field_name(request: m.Request, path: str) -> str:
+    """``ListOffsetsRequest.topics[0].partitions[0].timestamp`` for the decoder's ``$[3][0]
+    [1][0][1]`` (structs are arrays of their fields, the request's tag first)."""
+    name, node = type(request).__name__, request
+    for depth, token in enumerate(re.findall(r"\[([^\]]*)\]", path)):
+        if not token.isdigit():
+            break  # a dict's key or value
+        index = int(token) - (depth == 0)
+        if isinstance(node, msgspec.Struct):
+            field = node.__struct_fields__[index]
+            name, node = f"{name}.{field}", getattr(node, field)
+        elif isinstance(node, list):
+            name, node = f"{name}[{index}]", node[index]
+    return name
+
+
+def _configs(configs: Mapping[str, str]) -> dict[str, str]:
+    """``configs`` as a dict; ``TypeError`` naming the first key whose value is not a ``str``
+    (sent as it is, the broker could not decode the request and would close the connection)."""
+    for key, value in configs.items():
+        if not isinstance(value, str):
+            raise TypeError(f"config values must be str, not {type(value).__name__} for {key!r}")
+    return dict(configs)
 
 
 def _topic_resource(resource: type[T], topic: str, **fields: Any) -> list[T]:
@@ -57,22 +113,26 @@ class AdminCore:
 
     Args and the errors of the constructor and the calls: those of
     :class:`~odradek.client.core.ClientCore`, whose client it uses (``request_timeout_ms`` is
-    also the broker's own timeout for topic creation and deletion). Each call also raises the
-    first per-item error the broker answers, in request order (see the module's documentation).
+    also the broker's own timeout for creating and deleting topics, adding partitions and
+    deleting records, at most 2**31 - 1 ms). Each call also raises the first per-item error the
+    broker answers, in request order (see the module's documentation), and, before sending,
+    ``TypeError`` or ``ValueError`` naming a field the broker could not decode (``_CheckedIO``).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
     @options_of(ClientConfig)
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
-        self._client = self._io = self._client_type(bootstrap_servers, **options)
+        self._client = self._client_type(bootstrap_servers, **options)
+        self._io = _CheckedIO(self._client)
         self.config = self._client.config
-        self._timeout_ms = self.config.request_timeout_ms
+        self._timeout_ms = min(self.config.request_timeout_ms, _INT32_MAX)
 
     @operation
     def create_topics(self, new_topics: list[NewTopic], *, validate_only: bool = False) -> Op[None]:
         """Create topics (``validate_only``: only check that they could be); raises the first
-        per-topic error (e.g. ``TopicAlreadyExistsError``)."""
+        per-topic error (e.g. ``TopicAlreadyExistsError``), and ``TypeError`` at once for a
+        config value that is not a ``str``."""
         request = m.CreateTopicsRequest(
             correlation_id=0,
             topics=[
@@ -80,7 +140,7 @@ class AdminCore:
                     name=t.name,
                     num_partitions=t.num_partitions,
                     replication_factor=t.replication_factor,
-                    configs=dict(t.configs),
+                    configs=_configs(t.configs),
                 )
                 for t in new_topics
             ],
@@ -101,13 +161,17 @@ class AdminCore:
         _first_error(check(resp).topics)  # type: ignore[attr-defined]
 
     @operation
-    def create_partitions(self, counts: Mapping[str, int]) -> Op[None]:
-        """Raise topics' partition counts to ``counts`` (topic -> new total)."""
+    def create_partitions(
+        self, counts: Mapping[str, int], *, validate_only: bool = False
+    ) -> Op[None]:
+        """Raise topics' partition counts to ``counts`` (topic -> new total; ``validate_only``:
+        only check that they could be)."""
         resp, _ = yield Call(
             m.CreatePartitionsRequest(
                 correlation_id=0,
                 topics=[m.CreatePartitionsTopic(name=n, count=c) for n, c in counts.items()],
                 timeout_ms=self._timeout_ms,
+                validate_only=validate_only,
             )
         )
         _first_error(check(resp).results)  # type: ignore[attr-defined]
@@ -162,15 +226,26 @@ class AdminCore:
 
     @operation
     def alter_configs(
-        self, topic: str, set: Mapping[str, str] | None = None, delete: Iterable[str] = ()
+        self,
+        topic: str,
+        set: Mapping[str, str] | None = None,
+        delete: Iterable[str] = (),
+        *,
+        validate_only: bool = False,
     ) -> Op[None]:
-        """Set (``set``) and remove (``delete``) topic-level overrides."""
+        """Set (``set``) and remove (``delete``) topic-level overrides; the others stay (Kafka's
+        IncrementalAlterConfigs; ``validate_only``: only check that they could be). A value
+        that is not a ``str`` is a ``TypeError``."""
         configs = [
             m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
-            for k, v in (set or {}).items()
+            for k, v in _configs(set or {}).items()
         ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
         resources = _topic_resource(m.AlterConfigsResource, topic, configs=configs)
-        resp, _ = yield Call(m.AlterConfigsRequest(correlation_id=0, resources=resources))
+        resp, _ = yield Call(
+            m.AlterConfigsRequest(
+                correlation_id=0, resources=resources, validate_only=validate_only
+            )
+        )
         _first_error(check(resp).responses, "resource_name")  # type: ignore[attr-defined]
 
     @operation
