@@ -10,11 +10,8 @@ than returning a per-topic dict.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-
-import msgspec
 
 from odradek.client import group_ops as g
 from odradek.client.async_client import AsyncClient
@@ -35,7 +32,6 @@ from odradek.client.types import (
     TopicPartition,
 )
 from odradek.protocol import messages as m
-from odradek.protocol.frames import Buffer
 
 __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
@@ -51,47 +47,6 @@ def _first_error(results: Iterable[Any], name: str = "name") -> None:
         if result.error_code:
             item, message = getattr(result, name), getattr(result, "error_message", None)
             raise for_code(result.error_code, f"{item}: {message}" if message else item)
-
-
-class _CheckedIO:
-    """The admin's I/O object (:mod:`odradek.client.drivers`): its client, but a request the
-    broker could not decode (a field of the wrong type or out of its wire range) raises
-    ``TypeError`` (``ValueError`` for a range) naming the field, instead of being sent: the
-    broker would close the connection, and the call would resend it until
-    ``request_timeout_ms``."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def call(self, request: m.Request, raw: Buffer | Sequence[Buffer] = b"") -> Any:
-        head = m.encode_request(request)[0]
-        try:
-            m.decode_request(memoryview(head)[4:])  # past the frame's length prefix
-        except m.MalformedMessage as exc:
-            found = re.search(r": (Expected .*?)(?: - at `\$(.*)`)?$", str(exc))
-            why, path = (found.group(1), found.group(2) or "") if found else (str(exc), "")
-            error = TypeError if ", got `" in why else ValueError
-            raise error(f"{_field_name(request, path)}: {why}") from None
-        return self._client.call(request, raw)  # the face's: a result, or a coroutine
-
-
-def _field_name(request: m.Request, path: str) -> str:
-    """``ListOffsetsRequest.topics[0].partitions[0].timestamp`` for the decoder's ``$[3][0]
-    [1][0][1]`` (structs are arrays of their fields, the request's tag first)."""
-    name, node = type(request).__name__, request
-    for depth, token in enumerate(re.findall(r"\[([^\]]*)\]", path)):
-        if not token.isdigit():
-            break  # a dict's key or value
-        index = int(token) - (depth == 0)
-        if isinstance(node, msgspec.Struct):
-            field = node.__struct_fields__[index]
-            name, node = f"{name}.{field}", getattr(node, field)
-        elif isinstance(node, list):
-            name, node = f"{name}[{index}]", node[index]
-    return name
 
 
 def _configs(configs: Mapping[str, str]) -> dict[str, str]:
@@ -116,15 +71,15 @@ class AdminCore:
     also the broker's own timeout for creating and deleting topics, adding partitions and
     deleting records, at most 2**31 - 1 ms). Each call also raises the first per-item error the
     broker answers, in request order (see the module's documentation), and, before sending,
-    ``TypeError`` or ``ValueError`` naming a field the broker could not decode (``_CheckedIO``).
+    ``TypeError`` or ``ValueError`` naming a field the broker could not decode
+    (:func:`~odradek.client.ops.check_decodable`).
     """
 
     _client_type: Any  # the face's client class: Client or AsyncClient
 
     @options_of(ClientConfig)
     def __init__(self, bootstrap_servers: str | Sequence[str], **options: Any) -> None:
-        self._client = self._client_type(bootstrap_servers, **options)
-        self._io = _CheckedIO(self._client)
+        self._client = self._io = self._client_type(bootstrap_servers, **options)
         self.config = self._client.config
         self._timeout_ms = min(self.config.request_timeout_ms, _INT32_MAX)
 

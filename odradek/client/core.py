@@ -41,7 +41,14 @@ from msgspec.structs import replace
 from odradek.client.config import ClientConfig, options_of, parse_bootstrap
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
-from odradek.client.ops import Op, fetch_op, handshake_op, list_offsets_op, metadata_op
+from odradek.client.ops import (
+    Op,
+    check_decodable,
+    fetch_op,
+    handshake_op,
+    list_offsets_op,
+    metadata_op,
+)
 from odradek.client.security import authenticate_op
 from odradek.client.types import (
     ClusterMetadata,
@@ -281,7 +288,9 @@ class ClientCore:
     ) -> Op[tuple[m.Response | None, memoryview]]:
         """Send any request and wait for its response: ``(response, raw_tail)``. A Produce with
         ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
-        is remade, with backoff, until the request's timeout has passed."""
+        is remade, with backoff, until the request's timeout has passed. A request the broker
+        could not decode is not sent: :func:`~odradek.client.ops.check_decodable` raises."""
+        check_decodable(request)
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0

@@ -7,9 +7,12 @@ operation (raised, or returned where the API says so).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
+
+import msgspec
 
 from odradek.client.drivers import Call
 from odradek.client.errors import KafkaError, for_code
@@ -31,6 +34,7 @@ __all__ = [
     "build_fetch",
     "build_produce",
     "check",
+    "check_decodable",
     "fetch_op",
     "group_by_topic",
     "list_offsets_op",
@@ -49,6 +53,43 @@ def check(response: m.Response) -> m.Response:
     if response.error_code:
         raise for_code(response.error_code, response.error_message)
     return response
+
+
+def check_decodable(request: m.Request) -> None:
+    """Raise ``TypeError`` (``ValueError`` for a number beyond its field's range) naming the
+    field, if the broker could not decode ``request`` (an argument of the wrong type passed
+    through: a ``float`` timestamp, a ``str`` count). Sent, such a request would make the
+    broker close the connection, and :meth:`ClientCore.call <odradek.client.core.ClientCore.call>`
+    would send it again until ``request_timeout_ms`` passed. The check is the broker's own
+    decoder, run on the encoded request (a few µs). A Produce request is not checked: its
+    records would have to be copied behind it, and the producer builds it from checked
+    batches."""
+    if request.declared_raw_bytes():
+        return
+    head = m.encode_request(request)[0]
+    try:
+        m.decode_request(memoryview(head)[4:])  # past the frame's length prefix
+    except m.MalformedMessage as exc:
+        found = re.search(r": (Expected .*?)(?: - at `\$(.*)`)?$", str(exc))
+        why, path = (found.group(1), found.group(2) or "") if found else (str(exc), "")
+        error = TypeError if ", got `" in why else ValueError
+        raise error(f"{_field_name(request, path)}: {why}") from None
+
+
+def _field_name(request: m.Request, path: str) -> str:
+    """``ListOffsetsRequest.topics[0].partitions[0].timestamp`` for the decoder's ``$[3][0]
+    [1][0][1]`` (structs are arrays of their fields, the request's tag first)."""
+    name, node = type(request).__name__, request
+    for depth, token in enumerate(re.findall(r"\[([^\]]*)\]", path)):
+        if not token.isdigit():
+            break  # a dict's key or value
+        index = int(token) - (depth == 0)
+        if isinstance(node, msgspec.Struct):
+            field = node.__struct_fields__[index]
+            name, node = f"{name}.{field}", getattr(node, field)
+        elif isinstance(node, list):
+            name, node = f"{name}[{index}]", node[index]
+    return name
 
 
 def group_by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[tuple[int, Any]]]:

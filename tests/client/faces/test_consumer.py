@@ -170,3 +170,15 @@ def test_highwater_and_lag_follow_the_last_fetch(face: Face, topic: str) -> None
         assert [r.offset for r in consumer.take(2)] == [0, 1]
         assert consumer.highwater(tp) == 5
         assert consumer.lag() == {tp: 3}
+
+
+def test_an_argument_the_broker_could_not_decode_is_refused_at_once(face: Face, topic: str) -> None:
+    """A ``float`` timestamp (``time.time() * 1000``) sent as it was made the broker close the
+    connection, and the call resent it until ``request_timeout_ms``: now a ``TypeError``
+    naming the field, before anything is sent."""
+    produce(face, topic, 1, 1)
+    tp = TopicPartition(topic, 0)
+    with face.consumer(request_timeout_ms=60_000) as consumer:
+        with pytest.raises(TypeError, match=r"partitions\[0\]\.timestamp"):
+            consumer.offsets_for_times({tp: 1_700_000_000_000.5})
+        assert consumer.end_offsets([tp]) == {tp: 1}  # the connection is still good
