@@ -196,6 +196,15 @@ class ConsumerCore:
                 out[tp] = max(0, high - position)
         return out
 
+    def subscription(self) -> set[str]:
+        """The topics subscribed to, as kafka-python's and aiokafka's ``subscription()``: those
+        given to :meth:`subscribe`, or those its pattern matched at the last metadata check
+        (none before the first). An empty set when not subscribed, also after :meth:`assign`
+        (as Java's; kafka-python returns ``None`` there, aiokafka the assigned topics)."""
+        if self._group is None or not self._group.member.subscribed:
+            return set()
+        return set(self._group.member.topics)
+
     def subscribe(
         self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
     ) -> None:

@@ -1,0 +1,36 @@
+"""More consumer edges an experienced Kafka user relies on, the same on every face:
+``subscription()``, commits with explicit offsets and metadata, commits and lookups outside
+the assignment or after ``close``, auto-commit at its interval, ``poll`` without waiting,
+``consumer_timeout_ms`` for ``for`` and ``async for``, ``offsets_for_times`` over several
+partitions, fetch limits smaller than one batch, and two members of one group in one process.
+
+Where kafka-python (blocking) and aiokafka (async) say the same, the test pins it."""
+
+from __future__ import annotations
+
+from odradek.client import TopicPartition as TP
+from tests.client.faces.driver import Face
+from tests.client.faces.test_consumer import produce
+from tests.client.faces.test_groups import MEMBER
+
+
+# -- subscription ------------------------------------------------------------------------------
+def test_subscription_names_the_topics_or_the_patterns_matches(face: Face, topic: str) -> None:
+    """kafka-python's and aiokafka's ``subscription()``: the topics subscribed to, or those the
+    pattern matches now; nothing once unsubscribed."""
+    produce(face, f"{topic}-a", 1, 1)
+    produce(face, f"{topic}-b", 1, 1)
+    with face.consumer(group_id=f"g-{topic}", **MEMBER) as consumer:
+        assert consumer.subscription() == set()
+        consumer.subscribe([f"{topic}-a", f"{topic}-b"])
+        assert consumer.subscription() == {f"{topic}-a", f"{topic}-b"}
+        consumer.unsubscribe()
+        assert consumer.subscription() == set()
+        consumer.subscribe(pattern=f"{topic}-[ab]")
+        assert len(consumer.take(2)) == 2  # joined: the pattern was matched against the topics
+        assert consumer.subscription() == {f"{topic}-a", f"{topic}-b"}
+        consumer.unsubscribe()
+        consumer.assign([TP(f"{topic}-a", 0)])
+        assert consumer.subscription() == set()  # as Java's (kafka-python: None)
+    with face.consumer(f"{topic}-a", group_id=f"g-{topic}", **MEMBER) as consumer:
+        assert consumer.subscription() == {f"{topic}-a"}
