@@ -46,6 +46,10 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
 
+    def _check_open(self) -> None:
+        if self._tg is None:
+            raise KafkaError("consumer is not started")
+
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._kick)
 
@@ -139,8 +143,7 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         A partition not assigned has no records (aiokafka's ``getmany`` ignores it too). Raises
         the first error queued for those partitions (or for all, without ``partitions``), or
         for the consumer as a whole (a failed request, a group error)."""
-        if self._tg is None:
-            raise KafkaError("consumer is not started")
+        self._check_open()
         self._rewind()
         deadline = time.monotonic() + timeout_ms / 1000
         fetcher = self._fetcher

@@ -47,6 +47,10 @@ class Consumer(core.ConsumerCore):
         self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._closed = False
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaError("consumer is closed")
+
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member)
 
@@ -59,8 +63,7 @@ class Consumer(core.ConsumerCore):
         self, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, waiting up to ``timeout_ms`` for some."""
-        if self._closed:
-            raise KafkaError("consumer is closed")
+        self._check_open()
         self._rewind()
         return self._poll(timeout_ms, max_records or self.max_poll_records)
 

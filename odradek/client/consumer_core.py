@@ -97,6 +97,11 @@ class ConsumerCore:
         so positions, commits and the next poll start at the first of them."""
         raise NotImplementedError
 
+    def _check_open(self) -> None:
+        """Raise :class:`~odradek.client.errors.KafkaError` if the consumer is closed (async:
+        not running), as ``poll`` does."""
+        raise NotImplementedError
+
     def _kick(self) -> None:
         """The assignment or a position changed: the async face's fetch task looks again."""
 
@@ -227,8 +232,11 @@ class ConsumerCore:
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
     ) -> Op[None]:
         """Commit ``offsets`` (the next offsets to read), by default the consumed positions.
-        Raises ``ValueError`` without a ``group_id``."""
-        return self._member().commit_op(self._consumed() if offsets is None else offsets)
+        Raises ``ValueError`` without a ``group_id``, :class:`~.errors.KafkaError` once the
+        consumer is closed (async: not running; Java's ``IllegalStateException``)."""
+        member = self._member()
+        self._check_open()
+        return member.commit_op(self._consumed() if offsets is None else offsets)
 
     @operation
     def committed(self, tp: TopicPartition) -> Op[int | None]:

@@ -8,13 +8,15 @@ Where kafka-python (blocking) and aiokafka (async) say the same, the test pins i
 
 from __future__ import annotations
 
+import pytest
+
+from odradek.client import KafkaError
 from odradek.client import TopicPartition as TP
 from tests.client.faces.driver import Face
 from tests.client.faces.test_consumer import produce
 from tests.client.faces.test_groups import MEMBER
 
 
-# -- subscription ------------------------------------------------------------------------------
 def test_subscription_names_the_topics_or_the_patterns_matches(face: Face, topic: str) -> None:
     """kafka-python's and aiokafka's ``subscription()``: the topics subscribed to, or those the
     pattern matches now; nothing once unsubscribed."""
@@ -34,3 +36,19 @@ def test_subscription_names_the_topics_or_the_patterns_matches(face: Face, topic
         assert consumer.subscription() == set()  # as Java's (kafka-python: None)
     with face.consumer(f"{topic}-a", group_id=f"g-{topic}", **MEMBER) as consumer:
         assert consumer.subscription() == {f"{topic}-a"}
+
+
+def test_commit_and_committed_after_close_raise(face: Face, topic: str) -> None:
+    """A commit after ``close`` raises (Java's ``IllegalStateException``, aiokafka's
+    ``IllegalStateError``), as ``poll`` does: it is not silently dropped."""
+    produce(face, topic, 1, 2)
+    tp = TP(topic, 0)
+    with face.consumer(group_id=f"g-{topic}", enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.assign([tp])
+        assert len(consumer.take(1)) == 1
+    with pytest.raises(KafkaError):
+        consumer.commit()
+    with pytest.raises(KafkaError):
+        consumer.commit({tp: 1})
+    with pytest.raises(KafkaError):
+        consumer.committed(tp)
