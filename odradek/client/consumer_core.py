@@ -247,9 +247,14 @@ class ConsumerCore:
 
     @operation
     def unsubscribe(self) -> Op[None]:
-        """Leave the group (committing first with auto-commit is the caller's choice)."""
+        """Leave the group if subscribed (committing first with auto-commit is the caller's
+        choice), and drop every partition, also those given to :meth:`assign` (as
+        kafka-python's, aiokafka's and Java's ``unsubscribe``), with or without a
+        ``group_id``."""
         self._rewind()
-        return self._member().leave_op()
+        if self._group is not None:
+            yield from self._group.member.leave_op()
+        self._fetcher.assign(())
 
     @operation
     def position(self, tp: TopicPartition) -> Op[int]:

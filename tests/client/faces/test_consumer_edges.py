@@ -52,3 +52,19 @@ def test_commit_and_committed_after_close_raise(face: Face, topic: str) -> None:
         consumer.commit({tp: 1})
     with pytest.raises(KafkaError):
         consumer.committed(tp)
+
+
+def test_unsubscribe_clears_a_manual_assignment(face: Face, topic: str) -> None:
+    """kafka-python's, aiokafka's and Java's ``unsubscribe()`` also clears the partitions given
+    to ``assign``, with or without a ``group_id``."""
+    produce(face, topic, 1, 2)
+    tp = TP(topic, 0)
+    for options in ({}, {"group_id": f"g-{topic}", "enable_auto_commit": False}):
+        with face.consumer(auto_offset_reset="earliest", **options) as consumer:
+            consumer.assign([tp])
+            assert [r.offset for r in consumer.take(1)] == [0]
+            consumer.unsubscribe()
+            assert consumer.assignment() == set()
+            assert consumer.poll(timeout_ms=50) == {}
+            consumer.assign([tp])
+            assert consumer.position(tp) == 0
