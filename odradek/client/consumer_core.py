@@ -229,9 +229,13 @@ class ConsumerCore:
     # -- operations (each face's methods: drivers.operation) -----------------------------------
     @operation
     def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+        self,
+        offsets: Mapping[TopicPartition, int | tuple[int, str | None] | OffsetAndMetadata]
+        | None = None,
     ) -> Op[None]:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions.
+        """Commit ``offsets`` (the next offsets to read), by default the consumed positions;
+        an offset may carry a metadata string: ``OffsetAndMetadata(offset, metadata)``, or
+        aiokafka's ``(offset, metadata)``.
         Raises ``ValueError`` without a ``group_id``, :class:`~.errors.KafkaError` once the
         consumer is closed (async: not running; Java's ``IllegalStateException``)."""
         member = self._member()

@@ -308,7 +308,9 @@ class GroupMember:
         self.rejoin_needed = True
 
     # -- offsets -------------------------------------------------------------------------------
-    def commit_op(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> Op[None]:
+    def commit_op(
+        self, offsets: Mapping[TopicPartition, int | tuple[int, str | None] | OffsetAndMetadata]
+    ) -> Op[None]:
         """Commit ``offsets`` (the next offsets to read) as this member (or outside membership
         when not subscribed). Retriable errors are retried for ``request_timeout_ms``;
         ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and

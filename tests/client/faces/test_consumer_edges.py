@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.client import KafkaError
+from odradek.client import KafkaError, OffsetAndMetadata
 from odradek.client import TopicPartition as TP
 from tests.client.faces.driver import Face
 from tests.client.faces.test_consumer import produce
@@ -68,3 +68,19 @@ def test_unsubscribe_clears_a_manual_assignment(face: Face, topic: str) -> None:
             assert consumer.poll(timeout_ms=50) == {}
             consumer.assign([tp])
             assert consumer.position(tp) == 0
+
+
+def test_commit_takes_aiokafkas_offset_and_metadata_tuples(face: Face, topic: str) -> None:
+    """aiokafka's ``commit({tp: (offset, metadata)})``; kafka-python's ``OffsetAndMetadata``
+    has a third field (the leader epoch), ignored here."""
+    produce(face, topic, 2, 1)
+    group = f"g-{topic}"
+    tp0, tp1 = TP(topic, 0), TP(topic, 1)
+    with face.consumer(group_id=group, enable_auto_commit=False, **MEMBER) as consumer:
+        consumer.commit({tp0: (1, "plain"), tp1: (1, "epoch", -1)})
+    with face.admin() as admin:
+        offsets = admin.list_group_offsets(group)
+    assert (offsets[tp0], offsets[tp1]) == (
+        OffsetAndMetadata(1, "plain"),
+        OffsetAndMetadata(1, "epoch"),
+    )
