@@ -160,7 +160,8 @@ class ConsumerCore:
         self._kick()
 
     def paused(self) -> set[TopicPartition]:
-        """The partitions :meth:`pause` stopped."""
+        """The partitions :meth:`pause` stopped (and those a new :meth:`subscribe` left out,
+        until the rebalance revokes them)."""
         return set(self._fetcher.paused)
 
     @operation
@@ -216,7 +217,9 @@ class ConsumerCore:
         """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
         object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
-        happens in the next poll (blocking) or in the background (async). Raises
+        happens in the next poll (blocking) or in the background (async); a new subscription
+        replaces the last one, and the partitions it leaves out are paused at once (neither
+        fetched nor returned) until that rebalance revokes them. Raises
         ``ValueError`` without a ``group_id``, or while :meth:`assign` has partitions assigned
         (kafka-python's and aiokafka's ``IllegalStateError``: ``assign([])`` first)."""
         member = self._member()
@@ -224,6 +227,10 @@ class ConsumerCore:
             raise ValueError("subscribe() while partitions are assigned: assign([]) first")
         member.subscribe(topics, pattern, listener)
         self._rewind()
+        # As Java's subscribe (clearBufferedDataForUnassignedTopics): no record of a partition
+        # the new subscription leaves out is handed out, though the rebalance that revokes it
+        # runs later (async: in the background).
+        self._fetcher.pause([tp for tp in self.assignment() if not member.matches(tp.topic)])
         self._group.wake()  # type: ignore[union-attr]
 
     # -- operations (each face's methods: drivers.operation) -----------------------------------

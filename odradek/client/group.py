@@ -134,6 +134,10 @@ class GroupMember:
             self.on_assigned = listener.on_partitions_assigned
             self.on_revoked = listener.on_partitions_revoked
 
+    def matches(self, topic: str) -> bool:
+        """Whether the subscription covers ``topic`` (one of its topics, or its pattern's)."""
+        return topic in self.topics if self.pattern is None else bool(self.pattern.fullmatch(topic))
+
     @property
     def stable(self) -> bool:
         return self.generation >= 0 and not self.joining and not self.rejoin_needed

@@ -8,6 +8,8 @@ Where kafka-python (blocking) and aiokafka (async) say the same, the test pins i
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from odradek.client import KafkaError, OffsetAndMetadata
@@ -68,6 +70,44 @@ def test_unsubscribe_clears_a_manual_assignment(face: Face, topic: str) -> None:
             assert consumer.poll(timeout_ms=50) == {}
             consumer.assign([tp])
             assert consumer.position(tp) == 0
+
+
+class SeekingCommittingListener:
+    """A rebalance listener as kafka-python's and aiokafka's users write them: it commits what
+    was consumed when partitions are revoked, and seeks each assigned partition to offset 1."""
+
+    def __init__(self, face: Face, consumer: Any) -> None:
+        self.is_async = face.is_async
+        self.target = consumer._target if face.is_async else consumer.target
+        self.calls: list[tuple[str, set[TP]]] = []
+
+    def on_partitions_revoked(self, revoked: Any) -> Any:
+        self.calls.append(("revoked", set(revoked)))
+        return self.target.commit()  # async: a coroutine, awaited by the consumer
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.calls.append(("assigned", set(assigned)))
+        for tp in assigned:
+            self.target.seek(tp, 1)
+
+
+def test_a_listener_commits_on_revoke_and_seeks_on_assign(face: Face, topic: str) -> None:
+    """A new ``subscribe`` while subscribed rebalances to the new topics; the listener's commit
+    in ``on_partitions_revoked`` and seek in ``on_partitions_assigned`` take effect."""
+    a, b = TP(f"{topic}-a", 0), TP(f"{topic}-b", 0)
+    produce(face, a.topic, 1, 4)
+    produce(face, b.topic, 1, 3)
+    options = {**MEMBER, "enable_auto_commit": False}
+    with face.consumer(group_id=f"g-{topic}", **options) as consumer:
+        listener = SeekingCommittingListener(face, consumer)
+        consumer.subscribe([a.topic], listener=listener)
+        assert [(r.topic, r.offset) for r in consumer.take(2)] == [(a.topic, 1), (a.topic, 2)]
+        consumer.subscribe([b.topic], listener=listener)
+        assert [(r.topic, r.offset) for r in consumer.take(2)] == [(b.topic, 1), (b.topic, 2)]
+        assert consumer.assignment() == {b}
+        assert consumer.subscription() == {b.topic}
+        assert consumer.committed(a) == 3  # committed by on_partitions_revoked
+        assert listener.calls == [("assigned", {a}), ("revoked", {a}), ("assigned", {b})]
 
 
 def test_commit_takes_aiokafkas_offset_and_metadata_tuples(face: Face, topic: str) -> None:
