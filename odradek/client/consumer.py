@@ -76,9 +76,12 @@ class Consumer(core.ConsumerCore):
             if self._group is not None:
                 self._group.step()
             self._collect(0)
+            if fetcher.positions_unknown() and _monotonic() >= self._not_before_s:
+                try:
+                    self._client.run(fetcher.resolve_positions_op())
+                except KafkaError as exc:  # as the async fetch task: a retriable one waits
+                    self._back_off(fetcher.on_error(exc))
             fetcher.raise_errors()
-            if fetcher.positions_unknown():
-                self._client.run(fetcher.resolve_positions_op())
             records = fetcher.drain(max_records)
             self._prefetch()
             if records:

@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from odradek.client import KafkaError, OffsetAndMetadata
+from odradek.client import KafkaError, NewTopic, OffsetAndMetadata
 from odradek.client import TopicPartition as TP
+from tests.broker_process import BrokerProcess
 from tests.client.faces.driver import Face
 from tests.client.faces.test_consumer import produce
+from tests.client.faces.test_edges import polled, strict_broker, until  # noqa: F401 (a fixture)
 from tests.client.faces.test_groups import MEMBER
 
 
@@ -124,3 +126,24 @@ def test_commit_takes_aiokafkas_offset_and_metadata_tuples(face: Face, topic: st
         OffsetAndMetadata(1, "plain"),
         OffsetAndMetadata(1, "epoch"),
     )
+
+
+def test_an_assigned_partition_of_a_missing_topic_waits_for_it(
+    face: Face,
+    topic: str,
+    strict_broker: BrokerProcess,  # noqa: F811 (test_edges' fixture)
+) -> None:
+    """A partition of a topic that does not exist yet (a broker that creates none): ``poll``
+    returns nothing and retries (kafka-python's, aiokafka's and Java's consumers wait for the
+    topic), and reads it once it is there."""
+    strict = face.with_bootstrap(strict_broker.bootstrap)
+    tp = TP(topic, 0)
+    with strict.consumer(auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        assert consumer.poll(timeout_ms=200) == {}
+        assert consumer.poll(timeout_ms=0) == {}
+        with strict.admin() as admin:
+            admin.create_topics([NewTopic(topic, 1)])
+        with strict.producer() as producer:
+            assert producer.send(topic, b"v").result().offset == 0
+        assert polled(consumer, 1) == [(0, 0)]
