@@ -145,6 +145,19 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         for the consumer as a whole (a failed request, a group error)."""
         self._check_open()
         self._rewind()
+        if self._group is None:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        member = self._group.member
+        if member.poll_started():  # waiting here is not idle (max_poll_interval_ms)
+            self._group.wake()  # it left the group idle: join again
+        try:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        finally:
+            member.poll_ended()
+
+    async def _getmany(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         deadline = time.monotonic() + timeout_ms / 1000
         fetcher = self._fetcher
         while True:

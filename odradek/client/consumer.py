@@ -70,6 +70,18 @@ class Consumer(core.ConsumerCore):
     def _poll(
         self, timeout_ms: float, max_records: int
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        if self._group is None:
+            return self._poll_loop(timeout_ms, max_records)
+        member = self._group.member
+        member.poll_started()  # waiting in poll is not idle (max_poll_interval_ms)
+        try:
+            return self._poll_loop(timeout_ms, max_records)
+        finally:
+            member.poll_ended()
+
+    def _poll_loop(
+        self, timeout_ms: float, max_records: int
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         fetcher = self._fetcher
         deadline = _monotonic() + timeout_ms / 1000
         while True:

@@ -147,3 +147,23 @@ def test_an_assigned_partition_of_a_missing_topic_waits_for_it(
         with strict.producer() as producer:
             assert producer.send(topic, b"v").result().offset == 0
         assert polled(consumer, 1) == [(0, 0)]
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_when_it_polls(
+    face: Face, topic: str
+) -> None:
+    """KIP-62's ``max_poll_interval_ms`` (kafka-python's and aiokafka's too): a member that
+    calls no ``poll`` for that long leaves the group (though its heartbeats go on), so its
+    partitions can go to others; its next ``poll`` joins again, from the group's commit. A
+    ``poll`` waiting longer than that for records is not idle."""
+    produce(face, topic, 1, 4)
+    group = f"g-{topic}"
+    options = {**MEMBER, "enable_auto_commit": False, "max_poll_interval_ms": 300}
+    with face.admin() as admin, face.consumer(topic, group_id=group, **options) as consumer:
+        assert [r.offset for r in consumer.take(4)] == [0, 1, 2, 3]
+        assert consumer.poll(timeout_ms=500) == {}  # waiting in poll is not idle
+        assert len(admin.describe_groups([group])[0].members) == 1
+        consumer.commit({TP(topic, 0): 2})
+        until(lambda: not admin.describe_groups([group])[0].members, "the idle member stayed")
+        assert polled(consumer, 2) == [(0, 2), (0, 3)]  # joined again, from the commit
+        assert len(admin.describe_groups([group])[0].members) == 1
