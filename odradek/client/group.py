@@ -409,7 +409,9 @@ class GroupMember:
         yield from self._send_leave_op(member_id)
 
     def _send_leave_op(self, member_id: str) -> Op[None]:
-        if not member_id:
+        """LeaveGroup; never for a static member (KIP-345, as Java, kafka-python, aiokafka):
+        its place waits ``session_timeout_ms`` for the same ``group_instance_id``."""
+        if not member_id or self.group_instance_id is not None:
             return
         try:
             code = yield from leave_op(self.group_id, member_id, self.group_instance_id)

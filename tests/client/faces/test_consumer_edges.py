@@ -167,3 +167,18 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_when_it_polls(
         until(lambda: not admin.describe_groups([group])[0].members, "the idle member stayed")
         assert polled(consumer, 2) == [(0, 2), (0, 3)]  # joined again, from the commit
         assert len(admin.describe_groups([group])[0].members) == 1
+
+
+def test_a_static_member_keeps_its_place_when_it_closes(face: Face, topic: str) -> None:
+    """KIP-345 (Java, kafka-python and aiokafka): a static member (``group_instance_id``)
+    sends no LeaveGroup when it closes; its place waits ``session_timeout_ms`` for the same
+    instance, which takes it over and resumes from the commit made on close."""
+    produce(face, topic, 1, 4)
+    group = f"g-{topic}"
+    options = {**MEMBER, "group_instance_id": "i-1", "auto_commit_interval_ms": 60_000}
+    with face.admin() as admin:
+        for expected in ([0, 1], [2, 3]):
+            with face.consumer(topic, group_id=group, **options) as consumer:
+                assert [r.offset for r in consumer.take(2)] == expected
+            [described] = admin.describe_groups([group])
+            assert [m.group_instance_id for m in described.members] == ["i-1"]
