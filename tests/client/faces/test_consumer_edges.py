@@ -4,7 +4,7 @@ commits with explicit offsets and metadata (also aiokafka's tuples), after ``clo
 auto-commit at its interval; misuse errors, ``poll`` without waiting, ``consumer_timeout_ms``,
 ``offsets_for_times`` over several partitions, fetch limits smaller than one batch; and
 groups: a rebalance listener that commits and seeks, a new subscription, two members in one
-process, ``max_poll_interval_ms`` and static membership.
+process, ``max_poll_interval_ms`` and static membership; a compacted log's gaps.
 
 Where kafka-python (blocking) and aiokafka (async) say the same, the test pins it."""
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
@@ -367,3 +368,54 @@ def test_a_static_member_keeps_its_place_when_it_closes(face: Face, topic: str) 
                 assert [r.offset for r in consumer.take(2)] == expected
             [described] = admin.describe_groups([group])
             assert [m.group_instance_id for m in described.members] == ["i-1"]
+
+
+# -- a compacted log -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cleaning_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker whose log cleaner runs at once."""
+    overrides = ["log.cleaner.backoff.ms=50", "log.segment.delete.delay.ms=0"]
+    process = BrokerProcess([tmp_path_factory.mktemp("cleaning") / "logs"], overrides=overrides)
+    process.start()
+    yield process
+    if process.process is not None and process.process.poll() is None:
+        process.stop()
+
+
+def test_a_compacted_range_is_skipped(
+    face: Face, topic: str, cleaning_broker: BrokerProcess
+) -> None:
+    """Records the cleaner removed leave gaps in the offsets: the consumer hands out what is
+    left, in order, and its position moves on to the end (Kafka's consumers do)."""
+    cleaning = face.with_bootstrap(cleaning_broker.bootstrap)
+    configs = {"cleanup.policy": "compact", "segment.bytes": "512"}
+    configs["min.cleanable.dirty.ratio"] = "0"
+    with cleaning.admin() as admin:
+        admin.create_topics([NewTopic(topic, 1, configs=configs)])
+    with cleaning.producer(linger_ms=0, max_in_flight=1) as producer:
+        for i in range(40):
+            producer.send(topic, b"v%d" % i, b"k%d" % (i % 4)).result()
+    until(
+        lambda: any(e["topic"] == topic for e in cleaning_broker.events("log cleaned")),
+        "no cleaning pass",
+    )
+    tp = TP(topic, 0)
+    options = {"auto_offset_reset": "earliest", "max_poll_records": 3, "consumer_timeout_ms": 500}
+    with cleaning.consumer(**options) as consumer:
+        consumer.assign([tp])
+        assert consumer.end_offsets([tp]) == {tp: 40}
+        got = []
+        deadline = time.monotonic() + 10
+        while consumer.position(tp) < 40:
+            assert time.monotonic() < deadline, f"stuck at {consumer.position(tp)}"
+            got += [(r.offset, r.key, r.value) for r in consumer.take(1)]
+        assert consumer.poll(timeout_ms=50) == {}
+        offsets = [offset for offset, _, _ in got]
+        assert offsets == sorted(set(offsets)) and len(offsets) < 40  # gaps, in order
+        gap = min(set(range(40)) - set(offsets))
+        consumer.seek(tp, gap)  # into a removed range: the next record left (the cleaner
+        [after] = consumer.take(1)  # may have removed more meanwhile)
+        assert after.offset > gap and consumer.position(tp) == after.offset + 1
+    assert {key: value for _, key, value in got} == {
+        b"k%d" % k: b"v%d" % (36 + k) for k in range(4)
+    }
