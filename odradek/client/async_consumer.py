@@ -46,6 +46,10 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._data: anyio.Event | None = None
         self._iterator: list[ConsumerRecord] = []
 
+    def _check_open(self) -> None:
+        if self._tg is None:
+            raise KafkaError("consumer is not started")
+
     def _make_group(self, member: GroupMember) -> AsyncGroup:
         return AsyncGroup(self._client, member, self._kick)
 
@@ -139,9 +143,21 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         A partition not assigned has no records (aiokafka's ``getmany`` ignores it too). Raises
         the first error queued for those partitions (or for all, without ``partitions``), or
         for the consumer as a whole (a failed request, a group error)."""
-        if self._tg is None:
-            raise KafkaError("consumer is not started")
+        self._check_open()
         self._rewind()
+        if self._group is None:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        member = self._group.member
+        if member.poll_started():  # waiting here is not idle (max_poll_interval_ms)
+            self._group.wake()  # it left the group idle: join again
+        try:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        finally:
+            member.poll_ended()
+
+    async def _getmany(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         deadline = time.monotonic() + timeout_ms / 1000
         fetcher = self._fetcher
         while True:

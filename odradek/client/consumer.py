@@ -47,6 +47,10 @@ class Consumer(core.ConsumerCore):
         self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._closed = False
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaError("consumer is closed")
+
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member)
 
@@ -59,12 +63,23 @@ class Consumer(core.ConsumerCore):
         self, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched for the assigned partitions, waiting up to ``timeout_ms`` for some."""
-        if self._closed:
-            raise KafkaError("consumer is closed")
+        self._check_open()
         self._rewind()
         return self._poll(timeout_ms, max_records or self.max_poll_records)
 
     def _poll(
+        self, timeout_ms: float, max_records: int
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        if self._group is None:
+            return self._poll_loop(timeout_ms, max_records)
+        member = self._group.member
+        member.poll_started()  # waiting in poll is not idle (max_poll_interval_ms)
+        try:
+            return self._poll_loop(timeout_ms, max_records)
+        finally:
+            member.poll_ended()
+
+    def _poll_loop(
         self, timeout_ms: float, max_records: int
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         fetcher = self._fetcher
@@ -73,9 +88,12 @@ class Consumer(core.ConsumerCore):
             if self._group is not None:
                 self._group.step()
             self._collect(0)
+            if fetcher.positions_unknown() and _monotonic() >= self._not_before_s:
+                try:
+                    self._client.run(fetcher.resolve_positions_op())
+                except KafkaError as exc:  # as the async fetch task: a retriable one waits
+                    self._back_off(fetcher.on_error(exc))
             fetcher.raise_errors()
-            if fetcher.positions_unknown():
-                self._client.run(fetcher.resolve_positions_op())
             records = fetcher.drain(max_records)
             self._prefetch()
             if records:

@@ -97,6 +97,11 @@ class ConsumerCore:
         so positions, commits and the next poll start at the first of them."""
         raise NotImplementedError
 
+    def _check_open(self) -> None:
+        """Raise :class:`~odradek.client.errors.KafkaError` if the consumer is closed (async:
+        not running), as ``poll`` does."""
+        raise NotImplementedError
+
     def _kick(self) -> None:
         """The assignment or a position changed: the async face's fetch task looks again."""
 
@@ -155,7 +160,8 @@ class ConsumerCore:
         self._kick()
 
     def paused(self) -> set[TopicPartition]:
-        """The partitions :meth:`pause` stopped."""
+        """The partitions :meth:`pause` stopped (and those a new :meth:`subscribe` left out,
+        until the rebalance revokes them)."""
         return set(self._fetcher.paused)
 
     @operation
@@ -196,13 +202,24 @@ class ConsumerCore:
                 out[tp] = max(0, high - position)
         return out
 
+    def subscription(self) -> set[str]:
+        """The topics subscribed to, as kafka-python's and aiokafka's ``subscription()``: those
+        given to :meth:`subscribe`, or those its pattern matched at the last metadata check
+        (none before the first). An empty set when not subscribed, also after :meth:`assign`
+        (as Java's; kafka-python returns ``None`` there, aiokafka the assigned topics)."""
+        if self._group is None or not self._group.member.subscribed:
+            return set()
+        return set(self._group.member.topics)
+
     def subscribe(
         self, topics: Iterable[str] = (), pattern: str | None = None, listener: Any = None
     ) -> None:
         """Join the group for ``topics`` or the topics matching ``pattern`` (a regex, checked
         every ``metadata_max_age_ms``); ``listener``: kafka-python's rebalance listener (an
         object with ``on_partitions_assigned`` and ``on_partitions_revoked``). The join
-        happens in the next poll (blocking) or in the background (async). Raises
+        happens in the next poll (blocking) or in the background (async); a new subscription
+        replaces the last one, and the partitions it leaves out are paused at once (neither
+        fetched nor returned) until that rebalance revokes them. Raises
         ``ValueError`` without a ``group_id``, or while :meth:`assign` has partitions assigned
         (kafka-python's and aiokafka's ``IllegalStateError``: ``assign([])`` first)."""
         member = self._member()
@@ -210,16 +227,27 @@ class ConsumerCore:
             raise ValueError("subscribe() while partitions are assigned: assign([]) first")
         member.subscribe(topics, pattern, listener)
         self._rewind()
+        # As Java's subscribe (clearBufferedDataForUnassignedTopics): no record of a partition
+        # the new subscription leaves out is handed out, though the rebalance that revokes it
+        # runs later (async: in the background).
+        self._fetcher.pause([tp for tp in self.assignment() if not member.matches(tp.topic)])
         self._group.wake()  # type: ignore[union-attr]
 
     # -- operations (each face's methods: drivers.operation) -----------------------------------
     @operation
     def commit(
-        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+        self,
+        offsets: Mapping[TopicPartition, int | tuple[int, str | None] | OffsetAndMetadata]
+        | None = None,
     ) -> Op[None]:
-        """Commit ``offsets`` (the next offsets to read), by default the consumed positions.
-        Raises ``ValueError`` without a ``group_id``."""
-        return self._member().commit_op(self._consumed() if offsets is None else offsets)
+        """Commit ``offsets`` (the next offsets to read), by default the consumed positions;
+        an offset may carry a metadata string: ``OffsetAndMetadata(offset, metadata)``, or
+        aiokafka's ``(offset, metadata)``.
+        Raises ``ValueError`` without a ``group_id``, :class:`~.errors.KafkaError` once the
+        consumer is closed (async: not running; Java's ``IllegalStateException``)."""
+        member = self._member()
+        self._check_open()
+        return member.commit_op(self._consumed() if offsets is None else offsets)
 
     @operation
     def committed(self, tp: TopicPartition) -> Op[int | None]:
@@ -230,9 +258,14 @@ class ConsumerCore:
 
     @operation
     def unsubscribe(self) -> Op[None]:
-        """Leave the group (committing first with auto-commit is the caller's choice)."""
+        """Leave the group if subscribed (committing first with auto-commit is the caller's
+        choice), and drop every partition, also those given to :meth:`assign` (as
+        kafka-python's, aiokafka's and Java's ``unsubscribe``), with or without a
+        ``group_id``."""
         self._rewind()
-        return self._member().leave_op()
+        if self._group is not None:
+            yield from self._group.member.leave_op()
+        self._fetcher.assign(())
 
     @operation
     def position(self, tp: TopicPartition) -> Op[int]:

@@ -27,6 +27,10 @@ Rebalance protocol (Kafka's, over the broker's server-side assignment, docs/prot
    retry; ``UNKNOWN_MEMBER_ID`` restarts with a new member id; non-retriable errors raise.
 4. Heartbeats (``heartbeat_interval_ms``) run only while the member is stable (not joining);
    an answer about a generation the member has left since is ignored.
+5. Liveness (KIP-62, as in Java, kafka-python, aiokafka): a stable member whose application
+   has not polled for ``max_poll_interval_ms`` (waiting inside a poll counts as polling) leaves
+   the group, its partitions lost: not committed, and paused by its next poll, which joins
+   again and so revokes all of them first (even ``cooperative-sticky``).
 """
 
 from __future__ import annotations
@@ -110,6 +114,10 @@ class GroupMember:
         self.reset_member = False
         self.joining = False
         now = clock()
+        self.max_poll_interval_s = config.max_poll_interval_ms / 1000
+        self.last_poll_s = now
+        self.polling = 0  # polls running now (rule 5)
+        self.left_idle = False  # left for not polling (rule 5): rejoin at the next poll
         self.next_heartbeat_s = now
         self.next_commit_s = now + config.auto_commit_interval_ms / 1000
         self.next_metadata_s = now
@@ -134,6 +142,10 @@ class GroupMember:
             self.on_assigned = listener.on_partitions_assigned
             self.on_revoked = listener.on_partitions_revoked
 
+    def matches(self, topic: str) -> bool:
+        """Whether the subscription covers ``topic`` (one of its topics, or its pattern's)."""
+        return topic in self.topics if self.pattern is None else bool(self.pattern.fullmatch(topic))
+
     @property
     def stable(self) -> bool:
         return self.generation >= 0 and not self.joining and not self.rejoin_needed
@@ -153,6 +165,8 @@ class GroupMember:
             return now
         if self.generation >= 0:
             times.append(self.next_heartbeat_s)
+        if self.stable and not self.polling:
+            times.append(self.last_poll_s + self.max_poll_interval_s)
         if self.enable_auto_commit:
             times.append(self.next_commit_s)
         if self.pattern is not None:
@@ -191,7 +205,7 @@ class GroupMember:
 
     # -- rebalance -----------------------------------------------------------------------------
     def _rebalance_op(self) -> Op[None]:
-        if self.assignment and not self.cooperative:
+        if self.assignment and (not self.cooperative or self.generation < 0):  # < 0: lost
             yield from self._revoke_op(set(self.assignment))
         failures = 0
         self.joining = True
@@ -308,7 +322,9 @@ class GroupMember:
         self.rejoin_needed = True
 
     # -- offsets -------------------------------------------------------------------------------
-    def commit_op(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> Op[None]:
+    def commit_op(
+        self, offsets: Mapping[TopicPartition, int | tuple[int, str | None] | OffsetAndMetadata]
+    ) -> Op[None]:
         """Commit ``offsets`` (the next offsets to read) as this member (or outside membership
         when not subscribed). Retriable errors are retried for ``request_timeout_ms``;
         ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and
@@ -341,12 +357,40 @@ class GroupMember:
     def _commit_quietly_op(self, offsets: Mapping[TopicPartition, int]) -> Op[None]:
         """An automatic commit: only what moved since the last commit; failures are logged."""
         changed = {tp: off for tp, off in offsets.items() if self.last_committed.get(tp) != off}
-        if not changed:
+        if not changed or self.left_idle:  # rule 5: its partitions may be others' by now
             return
         try:
             yield from self.commit_op(changed)
         except KafkaError as exc:
             log.warning("group %s: auto-commit of %s failed: %s", self.group_id, changed, exc)
+
+    # -- liveness (rule 5) ---------------------------------------------------------------------
+    def poll_started(self) -> bool:
+        """The application polls, until :meth:`poll_ended`. Returns whether the member, having
+        left idle, joins again (then its partitions are paused until the rejoin revokes them)."""
+        self.polling += 1
+        self.last_poll_s = self.clock()
+        if not self.left_idle:
+            return False
+        self.left_idle = False
+        self.rejoin_needed = True
+        self.fetcher.pause(self.assignment)
+        return True
+
+    def poll_ended(self) -> None:
+        self.polling -= 1
+        self.last_poll_s = self.clock()
+
+    def idle_expired(self) -> bool:
+        """Whether the application has not polled for ``max_poll_interval_ms``."""
+        idle_s = self.clock() - self.last_poll_s
+        return self.stable and not self.polling and idle_s > self.max_poll_interval_s
+
+    def leave_idle_op(self) -> Op[None]:
+        log.warning("group %s: no poll for max_poll_interval_ms: leaving", self.group_id)
+        member_id, self.member_id, self.generation = self.member_id, "", -1
+        self.left_idle = True
+        yield from self._send_leave_op(member_id)
 
     # -- leaving -------------------------------------------------------------------------------
     def close_op(self) -> Op[None]:
@@ -361,7 +405,13 @@ class GroupMember:
         self.rejoin_needed = False
         self.assignment = set()
         self.fetcher.assign(())
-        if not member_id:
+        self.left_idle = False
+        yield from self._send_leave_op(member_id)
+
+    def _send_leave_op(self, member_id: str) -> Op[None]:
+        """LeaveGroup; never for a static member (KIP-345, as Java, kafka-python, aiokafka):
+        its place waits ``session_timeout_ms`` for the same ``group_instance_id``."""
+        if not member_id or self.group_instance_id is not None:
             return
         try:
             code = yield from leave_op(self.group_id, member_id, self.group_instance_id)

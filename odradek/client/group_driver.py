@@ -7,7 +7,9 @@ through ``notify``. What differs is only where the periodic step runs:
 
 - :class:`BlockingGroup` (for :class:`odradek.client.consumer.Consumer`): the rebalance and
   auto-commit step runs inside ``poll`` on the calling thread (callbacks run inside ``poll``,
-  as in Kafka); heartbeats run on a daemon thread that only sends Heartbeats and sets flags.
+  as in Kafka); heartbeats run on a daemon thread that only sends Heartbeats (or, when the
+  application stopped polling, the LeaveGroup of :meth:`GroupMember.leave_idle_op`) and sets
+  flags.
 - :class:`AsyncGroup` (for :class:`odradek.client.async_consumer.AsyncConsumer`): one task in
   the consumer's task group runs the step, the heartbeats and the callbacks (aiokafka's
   model: rebalances happen in the background; a callback may be a plain function or a
@@ -51,7 +53,9 @@ class BlockingGroup:
     def _heartbeat_loop(self) -> None:
         member = self.member
         while not self._stop.wait(max(0.005, member.next_heartbeat_s - member.clock())):
-            if member.heartbeat_due():
+            if member.idle_expired():
+                self.client.run(member.leave_idle_op())
+            elif member.heartbeat_due():
                 self.client.run(member.heartbeat_op())
             elif member.next_heartbeat_s <= member.clock():
                 member.next_heartbeat_s = member.clock() + member.heartbeat_interval_s
@@ -83,7 +87,9 @@ class AsyncGroup:
         while True:
             try:
                 await self.client.run(member.poll_op())
-                if member.heartbeat_due():
+                if member.idle_expired():
+                    await self.client.run(member.leave_idle_op())
+                elif member.heartbeat_due():
                     await self.client.run(member.heartbeat_op())
             except Exception as exc:  # fatal group error or a callback's: the next getmany
                 error = exc if isinstance(exc, KafkaError) else _wrap(exc)

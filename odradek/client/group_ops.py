@@ -69,17 +69,21 @@ class GroupDescription(NamedTuple):
 
 
 def normalize_offsets(
-    offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+    offsets: Mapping[TopicPartition, int | tuple[int, str | None] | OffsetAndMetadata],
 ) -> dict[TopicPartition, OffsetAndMetadata]:
-    """``{tp: offset | OffsetAndMetadata}`` -> ``{TopicPartition: OffsetAndMetadata}``;
-    offsets must be >= 0 (the next offset to read)."""
+    """``{tp: offset | (offset, metadata) | OffsetAndMetadata}`` -> ``{TopicPartition:
+    OffsetAndMetadata}``: a plain tuple is aiokafka's ``(offset, metadata)`` (or
+    kafka-python's ``OffsetAndMetadata``, whose third field, the leader epoch, is dropped).
+    Offsets must be ints >= 0 (the next offset to read): ``ValueError`` otherwise."""
     out = {
-        TopicPartition(*tp): om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(om)
+        TopicPartition(*tp): OffsetAndMetadata(*om[:2])
+        if isinstance(om, tuple)
+        else OffsetAndMetadata(om)
         for tp, om in offsets.items()
     }
     for tp, om in out.items():
-        if om.offset < 0:
-            raise ValueError(f"committed offsets must be >= 0, not {om.offset} for {tp}")
+        if not isinstance(om.offset, int) or om.offset < 0:
+            raise ValueError(f"committed offsets must be ints >= 0, not {om.offset!r} for {tp}")
     return out
 
 
