@@ -137,7 +137,8 @@ class ConsumerCore:
         self._kick()
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        """Read ``tp`` from ``offset`` next. Raises ``ValueError`` if ``tp`` is not assigned."""
+        """Read ``tp`` from ``offset`` next. Raises ``ValueError`` if ``tp`` is not assigned or
+        ``offset`` is negative, ``TypeError`` if it is not an ``int``."""
         self._rewind()
         self._fetcher.seek(tp, offset)
         self._kick()

@@ -123,6 +123,8 @@ class Fetcher:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         tp = self._check(tp)
+        if not isinstance(offset, int):  # a float would go out in the next Fetch
+            raise TypeError(f"offset must be an int, not {type(offset).__name__}")
         if offset < 0:
             raise ValueError(f"offset must be >= 0, not {offset}")
         self._drop(tp)

@@ -181,4 +181,8 @@ def test_an_argument_the_broker_could_not_decode_is_refused_at_once(face: Face, 
     with face.consumer(request_timeout_ms=60_000) as consumer:
         with pytest.raises(TypeError, match=r"partitions\[0\]\.timestamp"):
             consumer.offsets_for_times({tp: 1_700_000_000_000.5})
+        consumer.assign([tp])
+        with pytest.raises(TypeError, match="offset must be an int"):
+            consumer.seek(tp, 0.0)  # kept, it would have gone out in every Fetch
+        assert consumer.position(tp) == 1  # latest: the seek changed nothing
         assert consumer.end_offsets([tp]) == {tp: 1}  # the connection is still good
