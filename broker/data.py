@@ -9,7 +9,7 @@ a request may reach is :mod:`odradek.broker.record_access`.
 from __future__ import annotations
 
 from odradek.broker.context import BrokerContext
-from odradek.broker.errors import error_code_for
+from odradek.broker.errors import PolicyViolationError, error_code_for
 from odradek.broker.fetch import FetchApi
 from odradek.broker.produce import ProduceApi
 from odradek.broker.record_access import client_writable_log, partition_log
@@ -81,6 +81,11 @@ class DataApi:
                         "delete records of",
                         Operation.DELETE,
                     )
+                    if not log.config.delete:  # as Kafka's Partition.deleteRecordsOnLeader
+                        raise PolicyViolationError(
+                            f"records of {topic.name}-{dp.partition_index} cannot be deleted: "
+                            f"cleanup.policy is {','.join(log.config.cleanup_policy)}"
+                        )
                     offset = log.high_watermark if dp.offset == HIGH_WATERMARK else dp.offset
                     if offset < 0:  # Kafka: of the negative offsets only -1 has a meaning
                         raise OffsetOutOfRangeError(

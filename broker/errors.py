@@ -21,7 +21,7 @@ from odradek.storage.errors import (
     UnknownTopicOrPartitionError,
 )
 
-__all__ = ["TopicAuthorizationError", "error_code_for"]
+__all__ = ["PolicyViolationError", "TopicAuthorizationError", "error_code_for"]
 
 
 class TopicAuthorizationError(StorageError):
@@ -29,8 +29,14 @@ class TopicAuthorizationError(StorageError):
     every handler's ``except StorageError`` answers it per partition, like the others."""
 
 
+class PolicyViolationError(StorageError):
+    """A request the topic's configuration forbids, as Kafka's ``PolicyViolationException``:
+    DeleteRecords on a topic whose ``cleanup.policy`` leaves out ``delete``."""
+
+
 _CODES: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (TopicAuthorizationError, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    (PolicyViolationError, ErrorCode.POLICY_VIOLATION),
     (OffsetOutOfRangeError, ErrorCode.OFFSET_OUT_OF_RANGE),
     (InvalidRecordError, ErrorCode.INVALID_RECORD),  # before its base class
     (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),

@@ -66,6 +66,20 @@ def test_delete_records(wire: Wire, topic: str) -> None:
     assert wire.produce(topic, 0, batch(1)).base_offset == 10
 
 
+def test_delete_records_of_a_compact_only_topic_is_a_policy_violation(
+    wire: Wire, topic: str
+) -> None:
+    """Kafka's Partition.deleteRecordsOnLeader: POLICY_VIOLATION unless ``cleanup.policy``
+    has ``delete``; the log start stays."""
+    wire.create_topic(topic, configs={"cleanup.policy": "compact"})
+    wire.create_topic(topic + "-both", configs={"cleanup.policy": "compact,delete"})
+    for name in (topic, topic + "-both"):
+        wire.produce(name, 0, batch(4))
+    assert delete_records(wire, topic, 2)[0] == ErrorCode.POLICY_VIOLATION
+    assert wire.list_offset(topic, 0, m.EARLIEST_TIMESTAMP).offset == 0
+    assert delete_records(wire, topic + "-both", 2) == (0, 2)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_delete_records_survives_restart(
