@@ -122,6 +122,14 @@ class ConfigsApi:
                     "only topic configs can be altered; broker configs are static"
                 )
                 continue
+            names = [op.name for op in res.configs]
+            duplicates = sorted({name for name in names if names.count(name) > 1})
+            if duplicates:  # Kafka's words; e.g. a SET and a DELETE of one key
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = (
+                    f"Error due to duplicate config keys : {','.join(duplicates)}"
+                )
+                continue
             metadata = manager.topics.get(res.resource_name)
             if metadata is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

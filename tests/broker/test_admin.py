@@ -275,6 +275,9 @@ def test_alter_configs_errors_name_the_key_and_value(wire: Wire, topic: str) -> 
         missing.error_code == ErrorCode.INVALID_CONFIG and "retention.ms" in missing.error_message
     )
     assert alter(wire, topic, ("retention.ms", "1", 7)).error_code == ErrorCode.INVALID_REQUEST
+    twice = alter(wire, topic, ("retention.ms", "1", SET), ("retention.ms", None, DELETE))
+    assert twice.error_code == ErrorCode.INVALID_REQUEST  # Kafka: duplicate config keys
+    assert twice.error_message == "Error due to duplicate config keys : retention.ms"
     assert (
         alter(wire, topic + "-nope", ("retention.ms", "1", SET)).error_code
         == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
