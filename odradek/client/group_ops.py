@@ -74,7 +74,7 @@ def normalize_offsets(
     """``{tp: offset | (offset, metadata) | OffsetAndMetadata}`` -> ``{TopicPartition:
     OffsetAndMetadata}``: a plain tuple is aiokafka's ``(offset, metadata)`` (or
     kafka-python's ``OffsetAndMetadata``, whose third field, the leader epoch, is dropped).
-    Offsets must be ints >= 0 (the next offset to read): ``ValueError`` otherwise."""
+    Offsets must be ints (``TypeError``) >= 0 (the next offset to read; ``ValueError``)."""
     out = {
         TopicPartition(*tp): OffsetAndMetadata(*om[:2])
         if isinstance(om, tuple)
@@ -82,8 +82,10 @@ def normalize_offsets(
         for tp, om in offsets.items()
     }
     for tp, om in out.items():
-        if not isinstance(om.offset, int) or om.offset < 0:
-            raise ValueError(f"committed offsets must be ints >= 0, not {om.offset!r} for {tp}")
+        if not isinstance(om.offset, int):
+            raise TypeError(f"a committed offset must be an int, not {om.offset!r} for {tp}")
+        if om.offset < 0:
+            raise ValueError(f"committed offsets must be >= 0, not {om.offset} for {tp}")
     return out
 
 

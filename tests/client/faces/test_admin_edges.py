@@ -354,7 +354,7 @@ def test_an_argument_the_broker_cannot_decode_is_refused_at_once(face: Face, top
         (lambda a: a.create_topics([NewTopic(topic + "-x", 1, 2**15)]), ValueError, "replicati"),
         (lambda a: a.delete_records({tp: "0"}), TypeError, r"\.offset"),
         (lambda a: a.delete_topics([topic, 5]), TypeError, r"topic_names\[1\]"),
-        (lambda a: a.alter_group_offsets("g", {tp: 1.0}), TypeError, "committed_offset"),
+        (lambda a: a.alter_group_offsets("g", {tp: 1.0}), TypeError, "committed offset"),
     ]
     with face.admin(request_timeout_ms=3000) as admin:
         admin.create_topics([NewTopic(topic, 2)])
