@@ -13,11 +13,8 @@ from tests.broker_process import BrokerProcess
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess([tmp_path_factory.mktemp("client") / "logs"])
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess([tmp_path_factory.mktemp("client") / "logs"]) as process:
+        yield process
 
 
 @pytest.fixture

@@ -39,11 +39,8 @@ MEMBER = {
 
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess([tmp_path_factory.mktemp("groups") / "logs"], overrides=FAST)
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess([tmp_path_factory.mktemp("groups") / "logs"], overrides=FAST) as process:
+        yield process
 
 
 @pytest.fixture

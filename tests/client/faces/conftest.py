@@ -16,11 +16,10 @@ FAST_GROUPS = ["group.initial.rebalance.delay.ms=0", "group.min.session.timeout.
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = BrokerProcess([tmp_path_factory.mktemp("faces") / "logs"], overrides=FAST_GROUPS)
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess(
+        [tmp_path_factory.mktemp("faces") / "logs"], overrides=FAST_GROUPS
+    ) as process:
+        yield process
 
 
 @pytest.fixture(params=list(BACKENDS))

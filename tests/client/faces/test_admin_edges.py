@@ -253,11 +253,8 @@ def test_no_broker_answers_within_request_timeout(face: Face) -> None:
 @pytest.fixture(scope="module")
 def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker this module's tests may stop and restart (on the same port)."""
-    process = BrokerProcess([tmp_path_factory.mktemp("own") / "logs"], overrides=FAST_GROUPS)
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess([tmp_path_factory.mktemp("own") / "logs"], overrides=FAST_GROUPS) as process:
+        yield process
 
 
 def test_admin_outlives_a_broker_restart(face: Face, topic: str, own_broker: BrokerProcess) -> None:

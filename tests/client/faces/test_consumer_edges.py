@@ -375,11 +375,10 @@ def test_a_static_member_keeps_its_place_when_it_closes(face: Face, topic: str) 
 def cleaning_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker whose log cleaner runs at once."""
     overrides = ["log.cleaner.backoff.ms=50", "log.segment.delete.delay.ms=0"]
-    process = BrokerProcess([tmp_path_factory.mktemp("cleaning") / "logs"], overrides=overrides)
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess(
+        [tmp_path_factory.mktemp("cleaning") / "logs"], overrides=overrides
+    ) as process:
+        yield process
 
 
 def test_a_compacted_range_is_skipped(

@@ -370,11 +370,10 @@ def test_a_refused_record_leaves_the_producer_working(face: Face, topic: str) ->
 def strict_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker that creates no topic on a Metadata request."""
     overrides = [*FAST_GROUPS, "auto.create.topics.enable=false"]
-    process = BrokerProcess([tmp_path_factory.mktemp("strict") / "logs"], overrides=overrides)
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess(
+        [tmp_path_factory.mktemp("strict") / "logs"], overrides=overrides
+    ) as process:
+        yield process
 
 
 def test_an_unknown_topic_fails_after_max_block_ms(

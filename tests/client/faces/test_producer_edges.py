@@ -36,11 +36,8 @@ from tests.client.faces.test_producer import read_all
 @pytest.fixture(scope="module")
 def stallable_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A broker of this module's own, that :func:`stalled` may stop for a moment."""
-    process = BrokerProcess([tmp_path_factory.mktemp("stallable") / "logs"])
-    process.start()
-    yield process
-    if process.process is not None and process.process.poll() is None:
-        process.stop()
+    with BrokerProcess([tmp_path_factory.mktemp("stallable") / "logs"]) as process:
+        yield process
 
 
 @pytest.fixture
