@@ -44,7 +44,7 @@ run: $(STAMP)
 # (The client's TLS/SASL, group, admin, error and retry tests run once: they test its
 # connections, membership and error handling, not its record paths.)
 PURE_SKIP := test_security.py test_groups.py faces/test_groups.py test_admin.py \
-	faces/test_admin.py test_errors.py test_retry.py
+	faces/test_admin.py faces/test_admin_edges.py test_errors.py test_retry.py
 test: $(STAMP) $(JAR)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
