@@ -95,10 +95,13 @@ class ProtocolCore:
     def send(
         self, request: m.Request, raw: Buffer | Sequence[Buffer] = b"", token: Any = None
     ) -> tuple[int, list[Buffer]]:
-        """Assign a correlation id; returns it and the frame's parts (header first)."""
+        """Assign a correlation id; returns it and the frame's parts (header first). Raises
+        ``TypeError``/``ValueError`` for a request the broker could not decode
+        (:func:`~odradek.client.ops.check_decodable`), before anything is sent."""
         cid = self._next_cid
         self._next_cid = cid + 1 if cid < _MAX_CORRELATION_ID else 1
         parts = m.encode_request(replace(request, correlation_id=cid), raw)
+        check_decodable(request, parts[0])  # what the broker could not decode is not sent
         if m.expects_response(request):
             self._pending[cid] = (token, m.api_key_of(request))
         return cid, parts
@@ -289,8 +292,8 @@ class ClientCore:
         """Send any request and wait for its response: ``(response, raw_tail)``. A Produce with
         ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
         is remade, with backoff, until the request's timeout has passed. A request the broker
-        could not decode is not sent: :func:`~odradek.client.ops.check_decodable` raises."""
-        check_decodable(request)
+        could not decode is not sent: :func:`~odradek.client.ops.check_decodable` raises
+        (from :meth:`ProtocolCore.send`)."""
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0

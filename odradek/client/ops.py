@@ -55,18 +55,17 @@ def check(response: m.Response) -> m.Response:
     return response
 
 
-def check_decodable(request: m.Request) -> None:
+def check_decodable(request: m.Request, head: Buffer) -> None:
     """Raise ``TypeError`` (``ValueError`` for a number beyond its field's range) naming the
-    field, if the broker could not decode ``request`` (an argument of the wrong type passed
-    through: a ``float`` timestamp, a ``str`` count). Sent, such a request would make the
-    broker close the connection, and :meth:`ClientCore.call <odradek.client.core.ClientCore.call>`
-    would send it again until ``request_timeout_ms`` passed. The check is the broker's own
-    decoder, run on the encoded request (a few µs). A Produce request is not checked: its
-    records would have to be copied behind it, and the producer builds it from checked
-    batches."""
+    field, if the broker could not decode ``request``, encoded as the frame's first part
+    ``head`` (an argument of the wrong type passed through: a ``float`` timestamp, a ``str``
+    count). Sent, such a request would make the broker close the connection, and
+    :meth:`ClientCore.call <odradek.client.core.ClientCore.call>` would send it again until
+    ``request_timeout_ms`` passed. The check is the broker's own decoder (a few µs). A Produce
+    request is not checked: its records would have to be copied behind it, and the producer
+    builds it from checked batches."""
     if request.declared_raw_bytes():
         return
-    head = m.encode_request(request)[0]
     try:
         m.decode_request(memoryview(head)[4:])  # past the frame's length prefix
     except m.MalformedMessage as exc:
