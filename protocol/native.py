@@ -3,10 +3,11 @@
 Each helper is a C extension with a pure-Python twin of the same behaviour, which the test
 suite runs side by side with it: the broker's record walk (``odradek.protocol._validate``,
 twin :func:`odradek.protocol.validate.walk_records`), the producer's record buffer and the
-consumer's record decoder (``odradek.client._record_buffer`` and ``_record_decoder``, see
-:mod:`odradek.client.native`). ``pip install`` builds them from this repository when a C
-compiler is present (``ext-modules`` in ``pyproject.toml``, ``optional``: an install without a
-compiler still works, on the pure-Python paths).
+consumer's record decoder (``odradek.client._record_buffer`` and ``_record_decoder``, twins
+:mod:`odradek.client.record_buffer` and :mod:`odradek.client.record_decoder`). ``pip install``
+builds them from this repository when a C compiler is present (``ext-modules`` in
+``pyproject.toml``, ``optional``: an install without a compiler still works, on the
+pure-Python paths).
 
 ``load(qualified_name)`` returns the compiled module, or ``None`` when it was not built or when
 the environment sets ``NO_ODRADEK_EXTENSIONS`` to a non-empty value (the way to run everything

@@ -199,14 +199,14 @@ def test_only_the_odradek_namespace_is_importable(installed: Installed) -> None:
         import importlib.util, json, sys
         import odradek
         from odradek import Admin, AsyncProducer, Consumer, Producer, TopicPartition
-        from odradek.client import native
-        from odradek.protocol import native as protocol_native, validate
+        from odradek.protocol import native, validate
         bare = [n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]
-        compiled = [native.load(n) for n in ("_record_buffer", "_record_decoder")]
-        compiled.append(protocol_native.load("odradek.protocol._kafka_produce"))
-        compiled.append(protocol_native.load("odradek.protocol._validate"))
+        compiled = [native.load("odradek.client._record_buffer")]
+        compiled.append(native.load("odradek.client._record_decoder"))
+        compiled.append(native.load("odradek.protocol._kafka_produce"))
+        compiled.append(native.load("odradek.protocol._validate"))
         assert validate._walk is compiled[-1].walk_records
-        compiled.append(protocol_native.load("odradek.spark._arrow_records"))
+        compiled.append(native.load("odradek.spark._arrow_records"))
         print(json.dumps({
             "odradek": odradek.__file__,
             "version": odradek.__version__,

@@ -13,15 +13,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from odradek.client import group_ops as g
+from odradek.client import group_ops
 from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
 from odradek.client.config import ClientConfig, options_of
 from odradek.client.core import ClientCore
 from odradek.client.drivers import Call, async_face, blocking_face, operation
 from odradek.client.errors import KafkaError, for_code
-from odradek.client.group_ops import GroupDescription, GroupListing, OffsetAndMetadata
-from odradek.client.ops import Op, check, group_by_topic, list_offsets_op, metadata_op
+from odradek.client.group_ops import (
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    OffsetAndMetadata,
+)
+from odradek.client.ops import (
+    Op,
+    check,
+    list_offsets_op,
+    metadata_op,
+    request_topics,
+    response_partitions,
+)
 from odradek.client.types import (
     ConfigEntry,
     LogDirDescription,
@@ -245,49 +257,64 @@ class AdminCore:
     def delete_records(self, before: Mapping[TopicPartition, int]) -> Op[dict[TopicPartition, int]]:
         """Delete the records below each offset (-1: the high watermark); returns the new log
         start offsets. Raises the first per-partition error."""
-        resp, _ = yield Call(
-            m.DeleteRecordsRequest(
-                correlation_id=0,
-                topics=[
-                    m.DeleteRecordsTopic(
-                        name=topic,
-                        partitions=[
-                            m.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in ps
-                        ],
-                    )
-                    for topic, ps in group_by_topic(before.items()).items()
-                ],
-                timeout_ms=self._timeout_ms,
-            )
+        topics = request_topics(
+            before,
+            m.DeleteRecordsTopic,
+            lambda p, o: m.DeleteRecordsPartition(partition_index=p, offset=o),
         )
-        out = {}
-        for topic in check(resp).topics:  # type: ignore[attr-defined]
-            for p in topic.partitions:
-                if p.error_code:
-                    raise for_code(p.error_code, f"{topic.name}-{p.partition_index}")
-                out[TopicPartition(topic.name, p.partition_index)] = p.low_watermark
-        return out
+        resp, _ = yield Call(
+            m.DeleteRecordsRequest(correlation_id=0, topics=topics, timeout_ms=self._timeout_ms)
+        )
+        return {tp: p.low_watermark for tp, p in response_partitions(resp)}
 
     # -- consumer groups (client.group_ops) ----------------------------------------------------
     @operation
     def list_groups(self, states: Iterable[str] = ()) -> Op[list[GroupListing]]:
         """The consumer groups (those in ``states`` if given)."""
-        return g.list_groups_op(states)
+        resp, _ = yield Call(m.ListGroupsRequest(correlation_id=0, states_filter=list(states)))
+        return [
+            GroupListing(g.group_id, g.protocol_type, g.group_state)
+            for g in check(resp).groups  # type: ignore[attr-defined]
+        ]
 
     @operation
     def describe_groups(self, group_ids: Iterable[str]) -> Op[list[GroupDescription]]:
-        """The groups' state, protocol and members."""
-        return g.describe_groups_op(group_ids)
+        """The groups' state, protocol and members; an unknown group is described as
+        ``Dead`` with no members (Kafka)."""
+        resp, _ = yield Call(m.DescribeGroupsRequest(correlation_id=0, groups=list(group_ids)))
+        out = []
+        for g in check(resp).groups:  # type: ignore[attr-defined]
+            if g.error_code:
+                raise for_code(g.error_code, g.group_id)
+            members = [
+                MemberDescription(
+                    mb.member_id,
+                    mb.group_instance_id,
+                    mb.client_id,
+                    mb.client_host,
+                    list(mb.topics),
+                    group_ops.assignment_set(mb.assignment),
+                )
+                for mb in g.members
+            ]
+            out.append(
+                GroupDescription(
+                    g.group_id, g.group_state, g.protocol_type, g.protocol_data, members
+                )
+            )
+        return out
 
     @operation
     def delete_groups(self, group_ids: Iterable[str]) -> Op[None]:
-        """Delete empty groups and their committed offsets."""
-        return g.delete_groups_op(group_ids)
+        """Delete empty groups and their committed offsets; raises the first per-group error
+        (``NonEmptyGroupError``, ``GroupIdNotFoundError``)."""
+        resp, _ = yield Call(m.DeleteGroupsRequest(correlation_id=0, groups_names=list(group_ids)))
+        _first_error(check(resp).results, "group_id")  # type: ignore[attr-defined]
 
     @operation
     def list_group_offsets(self, group_id: str) -> Op[dict[TopicPartition, OffsetAndMetadata]]:
         """Every committed offset of the group (the next offset to read per partition)."""
-        found = yield from g.fetch_offsets_op(group_id, None)
+        found = yield from group_ops.fetch_offsets_op(group_id, None)
         return {tp: om for tp, om in found.items() if om is not None}
 
     @operation
@@ -296,7 +323,7 @@ class AdminCore:
     ) -> Op[None]:
         """Set committed offsets of an inactive group (commit outside membership: generation
         -1; an active group answers ``UnknownMemberIdError``)."""
-        return g.commit_offsets_op(group_id, g.normalize_offsets(offsets))
+        return group_ops.commit_offsets_op(group_id, group_ops.normalize_offsets(offsets))
 
 
 @blocking_face

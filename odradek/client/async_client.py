@@ -18,7 +18,6 @@ import anyio
 from odradek.client.async_connection import AsyncConnection
 from odradek.client.core import ClientCore
 from odradek.client.drivers import async_face, drive_async
-from odradek.protocol import messages as m
 
 __all__ = ["AsyncClient"]
 
@@ -55,12 +54,6 @@ class AsyncClient(ClientCore):
 
     async def _open(self, host: str, port: int, timeout_s: float) -> AsyncConnection:
         return await AsyncConnection.connect(host, port, timeout_s, self.config.ssl_context)
-
-    @staticmethod
-    async def _exchange(
-        conn: AsyncConnection, request: m.Request, raw: Any, timeout_s: float
-    ) -> tuple[m.Response | None, memoryview]:
-        return await conn.exchange(request, raw, timeout_s)
 
     @staticmethod
     async def _discard(conn: AsyncConnection) -> None:

@@ -15,7 +15,6 @@ from typing import Any
 from odradek.client.blocking_connection import BlockingConnection
 from odradek.client.core import ClientCore
 from odradek.client.drivers import blocking_face, drive
-from odradek.protocol import messages as m
 
 __all__ = ["Client"]
 
@@ -50,12 +49,6 @@ class Client(ClientCore):
         return BlockingConnection(
             host, port, connect_timeout_s=timeout_s, ssl_context=self.config.ssl_context
         )
-
-    @staticmethod
-    def _exchange(
-        conn: BlockingConnection, request: m.Request, raw: Any, timeout_s: float
-    ) -> tuple[m.Response | None, memoryview]:
-        return conn.exchange(request, raw, timeout_s)
 
     @staticmethod
     def _discard(conn: BlockingConnection) -> None:

@@ -238,6 +238,12 @@ class ClientCore:
     def _io(self) -> ClientCore:
         return self  # the client carries out its own operations' effects
 
+    @staticmethod
+    def _exchange(conn: Any, request: m.Request, raw: Any, timeout_s: float) -> Any:
+        """The effect of :class:`_Exchange`: ``conn.exchange(...)`` (async: its coroutine,
+        which the driver awaits)."""
+        return conn.exchange(request, raw, timeout_s)
+
     def open_connection(self) -> Any:
         """The connection if one is open, without connecting (``None`` otherwise)."""
         conn = self._conn

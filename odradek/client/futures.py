@@ -47,10 +47,6 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         "_waiters",
     )
 
-    def __init__(self, batch: Batch, index: int) -> None:  # no super().__init__: lazy
-        self._batch = batch
-        self._index = index
-
     def __getattr__(self, name: str) -> Any:  # only called for an empty slot
         if name in _LAZY_FIELDS:
             self._materialize()

@@ -254,22 +254,10 @@ class GroupMember:
     def _join_and_sync_op(
         self,
     ) -> Op[tuple[set[TopicPartition], dict[TopicPartition, OffsetAndMetadata | None]]]:
-        cfg = self.config
-        joined = yield from join_op(
-            self.group_id,
-            self.member_id,
-            self.topics,
-            client_id=cfg.client_id,
-            session_timeout_ms=cfg.session_timeout_ms,
-            rebalance_timeout_ms=cfg.max_poll_interval_ms,
-            assignors=list(cfg.partition_assignment_strategy),
-            group_instance_id=self.group_instance_id,
-        )
+        joined = yield from join_op(self)
         self.member_id, self.generation = joined.member_id, joined.generation_id
         self.protocol_name = joined.protocol_name
-        new = yield from sync_op(
-            self.group_id, self.generation, self.member_id, self.group_instance_id
-        )
+        new = yield from sync_op(self)
         added = new - self.assignment
         committed = (yield from fetch_offsets_op(self.group_id, added)) if added else {}
         return new, committed
@@ -308,9 +296,7 @@ class GroupMember:
         generation, member_id = self.generation, self.member_id
         self.next_heartbeat_s = self.clock() + self.heartbeat_interval_s
         try:
-            code = yield from heartbeat_op(
-                self.group_id, generation, member_id, self.group_instance_id
-            )
+            code = yield from heartbeat_op(self)
         except KafkaError as exc:  # the connection: try again at the next interval
             log.warning("group %s: heartbeat failed: %s", self.group_id, exc)
             return
@@ -414,7 +400,7 @@ class GroupMember:
         if not member_id or self.group_instance_id is not None:
             return
         try:
-            code = yield from leave_op(self.group_id, member_id, self.group_instance_id)
+            code = yield from leave_op(self.group_id, member_id)
         except KafkaError as exc:
             log.warning("group %s: leave failed: %s", self.group_id, exc)
             return

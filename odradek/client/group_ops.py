@@ -12,13 +12,22 @@ leave the decisions (rejoin, back off) to :class:`odradek.client.group.GroupMemb
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from odradek.client.errors import for_code
-from odradek.client.ops import Call, Op, check, group_by_topic
+from odradek.client.ops import (
+    Call,
+    Op,
+    check,
+    group_by_topic,
+    request_topics,
+    response_partitions,
+)
 from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.client.group import GroupMember
 
 __all__ = [
     "GroupDescription",
@@ -26,13 +35,10 @@ __all__ = [
     "MemberDescription",
     "OffsetAndMetadata",
     "commit_offsets_op",
-    "delete_groups_op",
-    "describe_groups_op",
     "fetch_offsets_op",
     "heartbeat_op",
     "join_op",
     "leave_op",
-    "list_groups_op",
     "normalize_offsets",
     "sync_op",
 ]
@@ -94,32 +100,24 @@ def assignment_set(assignment: Mapping[str, Iterable[int]]) -> set[TopicPartitio
 
 
 # ---- membership ------------------------------------------------------------------------------
-def join_op(
-    group_id: str,
-    member_id: str,
-    topics: list[str],
-    *,
-    client_id: str,
-    session_timeout_ms: int,
-    rebalance_timeout_ms: int,
-    assignors: list[str],
-    group_instance_id: str | None = None,
-) -> Op[m.JoinGroupResponse]:
-    """JoinGroup; a first join (``member_id == ""``) is answered ``MEMBER_ID_REQUIRED`` with
-    our id, and joins again with it (KIP-394). Returns the answer (``member_id``,
-    ``generation_id``, ``protocol_name``, ``leader``); raises its error."""
+def join_op(member: GroupMember) -> Op[m.JoinGroupResponse]:
+    """JoinGroup for ``member`` (its id, subscription and config); a first join (member id
+    ``""``) is answered ``MEMBER_ID_REQUIRED`` with our id, and joins again with it (KIP-394).
+    Returns the answer (``member_id``, ``generation_id``, ``protocol_name``, ``leader``);
+    raises its error."""
+    cfg, member_id = member.config, member.member_id
     while True:
         resp, _ = yield Call(
             m.JoinGroupRequest(
                 correlation_id=0,
-                group_id=group_id,
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=rebalance_timeout_ms,
+                group_id=member.group_id,
+                session_timeout_ms=cfg.session_timeout_ms,
+                rebalance_timeout_ms=cfg.max_poll_interval_ms,
                 member_id=member_id,
-                group_instance_id=group_instance_id,
-                client_id=client_id,
-                assignors=list(assignors),
-                topics=sorted(topics),
+                group_instance_id=member.group_instance_id,
+                client_id=cfg.client_id,
+                assignors=list(cfg.partition_assignment_strategy),
+                topics=sorted(member.topics),
             )
         )
         assert isinstance(resp, m.JoinGroupResponse)
@@ -129,46 +127,43 @@ def join_op(
         return check(resp)  # type: ignore[return-value]
 
 
-def sync_op(
-    group_id: str, generation_id: int, member_id: str, group_instance_id: str | None = None
-) -> Op[set[TopicPartition]]:
-    """SyncGroup: this member's assignment, computed by the broker."""
+def sync_op(member: GroupMember) -> Op[set[TopicPartition]]:
+    """SyncGroup: ``member``'s assignment in its generation, computed by the broker."""
     resp, _ = yield Call(
         m.SyncGroupRequest(
             correlation_id=0,
-            group_id=group_id,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
+            group_id=member.group_id,
+            generation_id=member.generation,
+            member_id=member.member_id,
+            group_instance_id=member.group_instance_id,
         )
     )
     assert isinstance(resp, m.SyncGroupResponse)
     return assignment_set(check(resp).assignment)  # type: ignore[attr-defined]
 
 
-def heartbeat_op(
-    group_id: str, generation_id: int, member_id: str, group_instance_id: str | None = None
-) -> Op[int]:
-    """Heartbeat; returns the error code (``0``, or why the member must rejoin)."""
+def heartbeat_op(member: GroupMember) -> Op[int]:
+    """Heartbeat for ``member``'s generation; returns the error code (``0``, or why the
+    member must rejoin)."""
     resp, _ = yield Call(
         m.HeartbeatRequest(
             correlation_id=0,
-            group_id=group_id,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
+            group_id=member.group_id,
+            generation_id=member.generation,
+            member_id=member.member_id,
+            group_instance_id=member.group_instance_id,
         )
     )
     return resp.error_code
 
 
-def leave_op(group_id: str, member_id: str, group_instance_id: str | None = None) -> Op[int]:
-    """LeaveGroup for one member; returns its error code (the top-level one if set)."""
+def leave_op(group_id: str, member_id: str) -> Op[int]:
+    """LeaveGroup for one dynamic member; returns its error code (the top-level one if set)."""
     resp, _ = yield Call(
         m.LeaveGroupRequest(
             correlation_id=0,
             group_id=group_id,
-            members=[m.MemberIdentity(member_id=member_id, group_instance_id=group_instance_id)],
+            members=[m.MemberIdentity(member_id=member_id)],
         )
     )
     assert isinstance(resp, m.LeaveGroupResponse)
@@ -196,26 +191,16 @@ def commit_offsets_op(
             generation_id=generation_id,
             member_id=member_id,
             group_instance_id=group_instance_id,
-            topics=[
-                m.OffsetCommitTopic(
-                    name=topic,
-                    partitions=[
-                        m.OffsetCommitPartition(
-                            partition_index=p,
-                            committed_offset=om.offset,
-                            committed_metadata=om.metadata,
-                        )
-                        for p, om in ps
-                    ],
-                )
-                for topic, ps in group_by_topic(offsets.items()).items()
-            ],
+            topics=request_topics(
+                offsets,
+                m.OffsetCommitTopic,
+                lambda p, om: m.OffsetCommitPartition(
+                    partition_index=p, committed_offset=om.offset, committed_metadata=om.metadata
+                ),
+            ),
         )
     )
-    for topic in check(resp).topics:  # type: ignore[attr-defined]
-        for part in topic.partitions:
-            if part.error_code:
-                raise for_code(part.error_code, f"{group_id}: {topic.name}-{part.partition_index}")
+    list(response_partitions(resp, f"{group_id}: "))  # raises the first error
 
 
 def fetch_offsets_op(
@@ -232,54 +217,9 @@ def fetch_offsets_op(
         if not topics:
             return {}
     resp, _ = yield Call(m.OffsetFetchRequest(correlation_id=0, group_id=group_id, topics=topics))
-    out: dict[TopicPartition, OffsetAndMetadata | None] = {}
-    for topic in check(resp).topics:  # type: ignore[attr-defined]
-        for part in topic.partitions:
-            if part.error_code:
-                raise for_code(part.error_code, f"{group_id}: {topic.name}-{part.partition_index}")
-            tp = TopicPartition(topic.name, part.partition_index)
-            found = part.committed_offset >= 0
-            out[tp] = OffsetAndMetadata(part.committed_offset, part.metadata) if found else None
-    return out
-
-
-# ---- administration --------------------------------------------------------------------------
-def list_groups_op(states: Iterable[str] = ()) -> Op[list[GroupListing]]:
-    resp, _ = yield Call(m.ListGroupsRequest(correlation_id=0, states_filter=list(states)))
-    return [
-        GroupListing(g.group_id, g.protocol_type, g.group_state)
-        for g in check(resp).groups  # type: ignore[attr-defined]
-    ]
-
-
-def describe_groups_op(group_ids: Iterable[str]) -> Op[list[GroupDescription]]:
-    """DescribeGroups; an unknown group is described as ``Dead`` with no members (Kafka)."""
-    resp, _ = yield Call(m.DescribeGroupsRequest(correlation_id=0, groups=list(group_ids)))
-    out = []
-    for g in check(resp).groups:  # type: ignore[attr-defined]
-        if g.error_code:
-            raise for_code(g.error_code, g.group_id)
-        members = [
-            MemberDescription(
-                mb.member_id,
-                mb.group_instance_id,
-                mb.client_id,
-                mb.client_host,
-                list(mb.topics),
-                assignment_set(mb.assignment),
-            )
-            for mb in g.members
-        ]
-        out.append(
-            GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, members)
-        )
-    return out
-
-
-def delete_groups_op(group_ids: Iterable[str]) -> Op[None]:
-    """DeleteGroups; raises the first per-group error (``NonEmptyGroupError``,
-    ``GroupIdNotFoundError``)."""
-    resp, _ = yield Call(m.DeleteGroupsRequest(correlation_id=0, groups_names=list(group_ids)))
-    for result in check(resp).results:  # type: ignore[attr-defined]
-        if result.error_code:
-            raise for_code(result.error_code, result.group_id)
+    return {
+        tp: OffsetAndMetadata(part.committed_offset, part.metadata)
+        if part.committed_offset >= 0
+        else None
+        for tp, part in response_partitions(resp, f"{group_id}: ")
+    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -40,6 +40,8 @@ __all__ = [
     "list_offsets_op",
     "metadata_op",
     "parse_fetch",
+    "request_topics",
+    "response_partitions",
 ]
 
 T = TypeVar("T")
@@ -99,6 +101,29 @@ def group_by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, lis
     return out
 
 
+def request_topics(
+    items: Mapping[TopicPartition, Any], topic: type, partition: Callable[[int, Any], Any]
+) -> list[Any]:
+    """A request's ``topics`` for ``{tp: x}``: ``topic(name=, partitions=[partition(p, x),
+    ...])`` per topic, in first-seen order."""
+    return [
+        topic(name=name, partitions=[partition(p, x) for p, x in ps])
+        for name, ps in group_by_topic(items.items()).items()
+    ]
+
+
+def response_partitions(
+    resp: m.Response, context: str = ""
+) -> Iterator[tuple[TopicPartition, Any]]:
+    """``(tp, partition)`` for each partition of ``resp.topics`` (its top-level error raised
+    first); raises the first per-partition error, naming ``context`` and the partition."""
+    for topic in check(resp).topics:  # type: ignore[attr-defined]
+        for part in topic.partitions:
+            if part.error_code:
+                raise for_code(part.error_code, f"{context}{topic.name}-{part.partition_index}")
+            yield TopicPartition(topic.name, part.partition_index), part
+
+
 # ---- Metadata --------------------------------------------------------------------------------
 def parse_metadata(resp: m.MetadataResponse) -> ClusterMetadata:
     return ClusterMetadata(
@@ -134,29 +159,16 @@ def list_offsets_op(
 ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
     """-2 earliest, -1 latest, else the first offset whose timestamp >= t (``None`` if none).
     A per-partition error is raised (the first one, in request order)."""
-    grouped = group_by_topic(timestamps.items())
-    request = m.ListOffsetsRequest(
-        correlation_id=0,
-        topics=[
-            m.ListOffsetsTopic(
-                name=topic,
-                partitions=[
-                    m.ListOffsetsPartition(partition_index=p, timestamp=ts) for p, ts in ps
-                ],
-            )
-            for topic, ps in grouped.items()
-        ],
+    topics = request_topics(
+        timestamps,
+        m.ListOffsetsTopic,
+        lambda p, ts: m.ListOffsetsPartition(partition_index=p, timestamp=ts),
     )
-    resp, _ = yield Call(request)
-    check(resp)
-    out: dict[TopicPartition, OffsetAndTimestamp | None] = {}
-    for topic in resp.topics:  # type: ignore[attr-defined]
-        for part in topic.partitions:
-            if part.error_code:
-                raise for_code(part.error_code, f"{topic.name}-{part.partition_index}")
-            tp = TopicPartition(topic.name, part.partition_index)
-            out[tp] = None if part.offset < 0 else OffsetAndTimestamp(part.offset, part.timestamp)
-    return out
+    resp, _ = yield Call(m.ListOffsetsRequest(correlation_id=0, topics=topics))
+    return {
+        tp: None if part.offset < 0 else OffsetAndTimestamp(part.offset, part.timestamp)
+        for tp, part in response_partitions(resp)
+    }
 
 
 # ---- Fetch -----------------------------------------------------------------------------------
@@ -173,18 +185,13 @@ def build_fetch(
         max_wait_ms=max_wait_ms,
         min_bytes=min_bytes,
         max_bytes=max_bytes,
-        topics=[
-            m.FetchTopic(
-                name=topic,
-                partitions=[
-                    m.FetchPartition(
-                        partition_index=p, fetch_offset=off, partition_max_bytes=partition_max_bytes
-                    )
-                    for p, off in ps
-                ],
-            )
-            for topic, ps in group_by_topic(offsets.items()).items()
-        ],
+        topics=request_topics(
+            offsets,
+            m.FetchTopic,
+            lambda p, off: m.FetchPartition(
+                partition_index=p, fetch_offset=off, partition_max_bytes=partition_max_bytes
+            ),
+        ),
     )
 
 

@@ -33,37 +33,28 @@ def handle_produce_response(
     for acks=0 (the batches complete with offset -1)."""
     if response is not None and response.error_code:  # the whole request failed
         error = for_code(response.error_code, response.error_message)
-    if error is not None:
+    if error is not None or response is None:  # failed, or acks=0: offsets unknown
         for batch in batches:
+            if error is None:
+                batch.complete()
             yield batch, error
-        return
-    if response is None:
-        for batch in batches:
-            batch.complete()
-            yield batch, None
         return
     assert isinstance(response, m.ProduceResponse)
     results = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
     for batch in batches:
         part = results.get(batch.tp)
         if part is None:
-            yield (
-                batch,
-                for_code(
-                    ErrorCode.UNKNOWN_SERVER_ERROR,
-                    f"no result for {batch.tp} in the Produce response",
-                ),
+            error = for_code(
+                ErrorCode.UNKNOWN_SERVER_ERROR, f"no result for {batch.tp} in the Produce response"
             )
         elif part.error_code:
-            yield (
-                batch,
-                for_code(
-                    part.error_code, f"{batch.tp.topic}-{batch.tp.partition}: {part.error_message}"
-                ),
+            error = for_code(
+                part.error_code, f"{batch.tp.topic}-{batch.tp.partition}: {part.error_message}"
             )
         else:
             batch.complete(part.base_offset, part.log_append_time_ms)
-            yield batch, None
+            error = None
+        yield batch, error
 
 
 def retry_at_s(

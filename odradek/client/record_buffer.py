@@ -1,8 +1,9 @@
 """The records of one producer batch, and ``send()``'s lock-free append to a topic's tail.
 
 Two implementations with one behaviour: ``odradek.client._record_buffer`` (C, built by ``pip
-install`` where a compiler is present; see :mod:`odradek.client.native`) and the pure-Python classes
-below. :data:`RecordBuffer` and :data:`TailAppender` name the one in use; the tests run both.
+install`` where a compiler is present; loaded by :mod:`odradek.protocol.native`) and the
+pure-Python classes below. :data:`RecordBuffer` and :data:`TailAppender` name the one in use;
+the tests run both.
 
 :class:`PyRecordBuffer` keeps a batch's records as columns (values, keys, timestamps, headers)
 and encodes them once, in :meth:`~PyRecordBuffer.body`, into a RecordBatch v2 *records
@@ -31,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from odradek.client import native
+from odradek.protocol import native
 from odradek.protocol.batch_builder import encode_record
 
 __all__ = [
@@ -230,7 +231,7 @@ class PyTailAppender:
         return future
 
 
-_compiled = native.load("_record_buffer")
+_compiled = native.load("odradek.client._record_buffer")
 RecordBuffer: Any = PyRecordBuffer if _compiled is None else _compiled.RecordBuffer
 TailAppender: Any = PyTailAppender if _compiled is None else _compiled.TailAppender
 if _compiled is not None:

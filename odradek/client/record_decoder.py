@@ -18,51 +18,23 @@ from itertools import repeat
 from odradek.client.types import ConsumerRecord
 from odradek.protocol.records import Headers, record_columns
 
-__all__ = ["DecodedRecords", "decode_columns"]
+__all__ = ["DecodedRecords"]
 
 _new = tuple.__new__
 _NO_HEADERS: Headers = []  # shared, never mutated
 
 
-def decode_columns(
-    body: bytes,
-    count: int,
-    base_offset: int,
-    base_ts: int,
-    log_append_ts: int | None,
-    ts_type: int,
-    topic: str,
-    partition: int,
-    min_offset: int,
-) -> DecodedRecords:
-    """The ``count`` records of ``body``, checked and decoded into columns; the records
-    below ``min_offset`` are skipped the way the C decoder skips them (``bisect_left`` over
-    the offsets, when the first one is below it). ``log_append_ts``: every record's timestamp
-    (the batch's LogAppendTime), else ``None``."""
-    offsets, timestamps, keys, values, headers = record_columns(body, count, base_offset, base_ts)
-    start = 0
-    if count and offsets[0] < min_offset:
-        start = bisect_left(offsets, min_offset)
-    return DecodedRecords(
-        topic,
-        partition,
-        ts_type,
-        offsets,
-        timestamps if log_append_ts is None else log_append_ts,
-        keys,
-        values,
-        [headers.get(i, _NO_HEADERS) for i in range(count)] if headers else None,
-        start,
-    )
-
-
 class DecodedRecords:
-    """The records of one decoded batch, kept as columns; :meth:`take` builds the
-    ConsumerRecords a chunk at a time (C-level ``map``/``zip``), so only the records being
-    handed out exist as objects: few survive a garbage-collector pass (each ConsumerRecord is
-    a GC-tracked tuple; a whole batch of them alive at once made the collector a third of
-    the consumer's time). ``timestamps`` is an int when every record has the batch's
-    LogAppendTime; ``headers`` ``None`` when no record has any."""
+    """The ``count`` records of ``body``, checked and decoded into columns (the C decoder's
+    ``Records``, same arguments); the records below ``min_offset`` are skipped the way the C
+    decoder skips them (``bisect_left`` over the offsets, when the first one is below it).
+    ``log_append_ts``: every record's timestamp (the batch's LogAppendTime), else ``None``.
+
+    :meth:`take` builds the ConsumerRecords a chunk at a time (C-level ``map``/``zip``), so
+    only the records being handed out exist as objects: few survive a garbage-collector pass
+    (each ConsumerRecord is a GC-tracked tuple; a whole batch of them alive at once made the
+    collector a third of the consumer's time). ``timestamps`` is an int when every record has
+    the batch's LogAppendTime; ``headers`` ``None`` when no record has any."""
 
     __slots__ = (
         "headers",
@@ -78,25 +50,29 @@ class DecodedRecords:
 
     def __init__(
         self,
+        body: bytes,
+        count: int,
+        base_offset: int,
+        base_ts: int,
+        log_append_ts: int | None,
+        ts_type: int,
         topic: str,
         partition: int,
-        ts_type: int,
-        offsets: list[int],
-        timestamps: int | list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        headers: list[Headers] | None,
-        start: int = 0,
+        min_offset: int,
     ) -> None:
+        offsets, timestamps, keys, values, headers = record_columns(
+            body, count, base_offset, base_ts
+        )
         self.topic = topic
         self.partition = partition
         self.ts_type = ts_type
         self.offsets = offsets
-        self.timestamps = timestamps
+        self.timestamps = timestamps if log_append_ts is None else log_append_ts
         self.keys = keys
         self.values = values
-        self.headers = headers
-        self.start = start  # records before it were taken (or are below the position)
+        self.headers = [headers.get(i, _NO_HEADERS) for i in range(count)] if headers else None
+        # records before it were taken (or are below the position)
+        self.start = bisect_left(offsets, min_offset) if count and offsets[0] < min_offset else 0
 
     def __len__(self) -> int:
         return len(self.values) - self.start

@@ -11,9 +11,9 @@ A v2 batch is checked at once but its :class:`ConsumerRecord` tuples are built o
 are taken (``take(n)``: :class:`odradek.client.record_decoder.DecodedRecords` says why). Its
 body is decoded by :data:`decode_body`: the C decoder, ``odradek.client._record_decoder`` (its
 ``Records``), when it was built and ``NO_ODRADEK_EXTENSIONS`` is not set
-(:mod:`odradek.client.native`); else its pure-Python twin,
-:func:`odradek.client.record_decoder.decode_columns`: the same records, and a corrupt batch for the
-same bodies.
+(:mod:`odradek.protocol.native`); else its pure-Python twin,
+:class:`odradek.client.record_decoder.DecodedRecords` (same arguments): the same records, and a
+corrupt batch for the same bodies.
 
 Rules: each v2 batch's CRC-32C is checked (Kafka's ``check.crcs``); control batches are
 skipped (they still advance the position); records below the consumer's position are skipped
@@ -29,11 +29,11 @@ from typing import Any
 
 from crc32c import crc32c
 
-from odradek.client import native
 from odradek.client.errors import for_code
-from odradek.client.record_decoder import decode_columns
+from odradek.client.record_decoder import DecodedRecords
 from odradek.client.types import ConsumerRecord
 from odradek.protocol import compression as _compression
+from odradek.protocol import native
 from odradek.protocol.legacy import decode_legacy_records, validate_legacy_entry
 from odradek.protocol.record_batch import HEADER_SIZE, LOG_OVERHEAD, CorruptRecordError
 from odradek.protocol.varint import VarintError
@@ -45,7 +45,7 @@ _PREFIX = struct.Struct(">qi")
 _ATTR_CODEC = 0x07
 _ATTR_LOG_APPEND_TIME = 0x08
 _ATTR_CONTROL = 0x20
-_native = native.load("_record_decoder")  # None: not built, or disabled
+_native = native.load("odradek.client._record_decoder")  # None: not built, or disabled
 
 
 class BatchCursor:
@@ -154,7 +154,7 @@ class BatchCursor:
 
 
 #: what BatchCursor decodes v2 bodies with (see the module docstring)
-decode_body: Any = decode_columns if _native is None else _native.Records
+decode_body: Any = DecodedRecords if _native is None else _native.Records
 #: a v2 batch's records, built as they are taken: ``take(n)`` and ``len()``
 LazyRecords = Any  # record_decoder.DecodedRecords, or the C decoder's Records
 

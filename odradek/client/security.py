@@ -55,15 +55,10 @@ __all__ = [
     "connect_failure",
     "options_from_properties",
     "sasl_exchange",
-    "uses_tls",
 ]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def uses_tls(config: Any) -> bool:
-    return config.security_protocol in ("SSL", "SASL_SSL")
 
 
 def uses_sasl(config: Any) -> bool:
@@ -88,7 +83,7 @@ def check_security(config: Any) -> ssl.SSLContext | None:
             raise ValueError(
                 f"security_protocol {protocol} needs sasl_plain_username and sasl_plain_password"
             )
-    if not uses_tls(config):
+    if protocol not in ("SSL", "SASL_SSL"):
         return None
     if config.ssl_context is not None:
         if not isinstance(config.ssl_context, ssl.SSLContext):

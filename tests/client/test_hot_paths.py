@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from odradek.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from odradek.client.record_buffer import PyRecordBuffer
 from odradek.client.record_decoder import DecodedRecords
 from tests.client.test_roundtrip import consume_all
 
@@ -167,8 +168,11 @@ def test_small_polls_take_a_big_batch_in_pieces(bootstrap: str, topic: str) -> N
 
 
 def test_decoded_records_take_in_chunks() -> None:
-    values = [b"%d" % i for i in range(10)]
-    batch = DecodedRecords("t", 3, 0, list(range(10, 20)), [5] * 10, [None] * 10, values, None, 2)
+    buffer = PyRecordBuffer()
+    for i in range(10):
+        buffer.append(b"%d" % i, None, 5, None)
+    # offsets 10..19, every record below offset 12 skipped, as below a consumer's position
+    batch = DecodedRecords(buffer.body(), 10, 10, 5, None, 0, "t", 3, 12)
     assert len(batch) == 8
     first = batch.take(3)
     assert [(r.offset, r.value, r.key, r.headers) for r in first] == [

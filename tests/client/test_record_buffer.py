@@ -12,16 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from odradek.client import native
 from odradek.client.accumulator import Batch, encode_batch
 from odradek.client.futures import RecordFuture
 from odradek.client.record_buffer import PyRecordBuffer, PyTailAppender, record_size
 from odradek.client.types import TopicPartition
+from odradek.protocol import native
 from odradek.protocol.batch_builder import encode_batch as reference_encode
 from odradek.protocol.record_batch import Compression, validate_batch
 from odradek.protocol.records import decode_records
 
-compiled = native.load("_record_buffer")
+compiled = native.load("odradek.client._record_buffer")
 BUFFERS: list[Any] = [PyRecordBuffer] + ([compiled.RecordBuffer] if compiled else [])
 APPENDERS: list[tuple[Any, Any]] = [(PyTailAppender, PyRecordBuffer)]
 if compiled:

@@ -1,6 +1,6 @@
 """The consumer's two RecordBatch v2 body decoders side by side: the C one
 (``odradek.client._record_decoder``, ``Records``) and the pure-Python one
-(:func:`odradek.client.record_decoder.decode_columns`). On every input both must give the same
+(:class:`odradek.client.record_decoder.DecodedRecords`). On every input both must give the same
 records (and those the batch was built from), or both raise CorruptRecordError — never anything
 else, never a crash. Batches are built here byte by byte (offset-delta gaps, extreme
 timestamps and offsets, overlong varints) and by kafka-python's builder (an independent
@@ -30,7 +30,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from odradek.client import CorruptRecordError
 from odradek.client import records as client_records
-from odradek.client.record_decoder import decode_columns
+from odradek.client.record_decoder import DecodedRecords
 from odradek.client.records import BatchCursor
 from odradek.client.types import ConsumerRecord
 from odradek.protocol import compression
@@ -67,7 +67,7 @@ def test_the_environment_selects_the_decoder() -> None:
     assert native.stdout.strip() == "Records"
     env["NO_ODRADEK_EXTENSIONS"] = "1"
     pure = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
-    assert pure.stdout.strip() == "decode_columns"
+    assert pure.stdout.strip() == "DecodedRecords"
 
 
 # -- building batches ----------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def frame(
 def decoder(kind: str) -> Iterator[None]:
     """BatchCursor decodes with the C (``"c"``) or the pure-Python (``"pure"``) decoder."""
     saved = client_records.decode_body
-    client_records.decode_body = C.Records if kind == "c" else decode_columns
+    client_records.decode_body = C.Records if kind == "c" else DecodedRecords
     try:
         yield
     finally:
