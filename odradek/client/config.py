@@ -24,6 +24,7 @@ __all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "options_of", "pa
 _CODECS = {None: Compression.NONE, **{codec.name.lower(): codec for codec in Compression}}
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
 _OFFSET_RESETS = ("earliest", "latest", "none")
+_DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
 _ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")
 
 
@@ -105,7 +106,9 @@ class ProducerConfig(ClientConfig):
     """A producer's options (Kafka's producer configs, dots as underscores).
 
     ``acks`` is kept as 0, 1 or -1 (``"all"``); ``compression_type`` as a
-    :class:`~odradek.protocol.record_batch.Compression`."""
+    :class:`~odradek.protocol.record_batch.Compression`. ``delivery_timeout_ms`` must be at
+    least ``linger_ms + request_timeout_ms`` (Kafka's rule); left at its default, it is raised
+    to that sum when it is less."""
 
     acks: Any = 1  # 0, 1, -1 or "all" given; 0, 1 or -1 kept
     linger_ms: int = 5
@@ -115,7 +118,7 @@ class ProducerConfig(ClientConfig):
     partitioner: str | Callable[..., int] = "default"
     max_request_size: int = 1_048_576
     max_in_flight: int = 5
-    delivery_timeout_ms: int = 120_000
+    delivery_timeout_ms: int = _DEFAULT_DELIVERY_TIMEOUT_MS
     retries: int = 2_147_483_647
     max_block_ms: int = 60_000
     metadata_max_age_ms: int = 300_000
@@ -127,6 +130,14 @@ class ProducerConfig(ClientConfig):
         if self.acks not in _ACKS or type(self.acks) is bool:
             raise ValueError(f"acks must be 0, 1, -1 or 'all', not {self.acks!r}")
         _set(self, "acks", _ACKS[self.acks])
+        at_least_ms = self.linger_ms + self.request_timeout_ms
+        if self.delivery_timeout_ms < at_least_ms:  # Java's rule for delivery.timeout.ms
+            if self.delivery_timeout_ms != _DEFAULT_DELIVERY_TIMEOUT_MS:
+                raise ValueError(
+                    f"delivery_timeout_ms must be at least linger_ms + request_timeout_ms "
+                    f"({at_least_ms}), not {self.delivery_timeout_ms}"
+                )
+            _set(self, "delivery_timeout_ms", at_least_ms)  # the default: raised to fit
         if isinstance(self.compression_type, Compression):
             return
         check_choice("compression_type", self.compression_type, _CODECS)

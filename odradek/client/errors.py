@@ -103,6 +103,16 @@ for _code in ErrorCode:
     __all__.append(_name)
 
 
+class CommitFailedError(_BY_CODE[int(ErrorCode.UNKNOWN_MEMBER_ID)]):  # type: ignore[misc]
+    """A commit that cannot succeed: the member left its group because the application did
+    not poll for ``max_poll_interval_ms``, so its partitions may be another member's by now
+    (Java's ``CommitFailedException``, kafka-python's ``CommitFailedError``). The next poll
+    joins the group again. An ``UnknownMemberIdError``, as the broker would answer."""
+
+
+__all__.append("CommitFailedError")
+
+
 def error_class(code: int) -> type[KafkaError]:
     """The exception class for ``code`` (unknown codes: ``UnknownServerError``)."""
     return _BY_CODE.get(int(code)) or _BY_CODE[int(ErrorCode.UNKNOWN_SERVER_ERROR)]

@@ -44,7 +44,12 @@ from typing import Any
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
 from odradek.client.drivers import Notify, Sleep
-from odradek.client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from odradek.client.errors import (  # type: ignore[attr-defined]
+    CommitFailedError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from odradek.client.fetcher import Fetcher
 from odradek.client.group_ops import (
     OffsetAndMetadata,
@@ -314,8 +319,15 @@ class GroupMember:
         """Commit ``offsets`` (the next offsets to read) as this member (or outside membership
         when not subscribed). Retriable errors are retried for ``request_timeout_ms``;
         ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and
-        schedule a rejoin."""
+        schedule a rejoin; :class:`~.errors.CommitFailedError` once the member left the group
+        for not polling (rule 5)."""
         normal = normalize_offsets(offsets)
+        if self.left_idle:  # rule 5: not a member until the next poll joins again
+            raise CommitFailedError(
+                f"group {self.group_id}: no poll for max_poll_interval_ms "
+                f"({self.config.max_poll_interval_ms} ms), so this member left the group; "
+                "poll to join it again"
+            )
         deadline = self.clock() + self.config.request_timeout_ms / 1000
         failures = 0
         while True:

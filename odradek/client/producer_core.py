@@ -74,7 +74,9 @@ class ProducerCore:
       max_request_size: bytes per Produce request (and so per record) at most.
       max_in_flight (or Kafka's ``max_in_flight_requests_per_connection``): Produce requests
         awaiting an answer at most.
-      delivery_timeout_ms: how long a record may take, retries included, before it fails.
+      delivery_timeout_ms: how long a record may take, retries included, before it fails:
+        at least ``linger_ms + request_timeout_ms`` (Kafka's rule; the default is raised to
+        that sum when it is less).
       request_timeout_ms: how long a request may go unanswered (the connection is then
         closed and its batches retried).
       retries, retry_backoff_ms, retry_backoff_max_ms: retries of a batch after a retriable

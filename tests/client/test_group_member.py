@@ -1,5 +1,5 @@
-"""GroupMember's rebalance without a broker: an abandoned join leaves the member wanting to
-join again, and not joining."""
+"""GroupMember without a broker: an abandoned join leaves the member wanting to join again,
+and not joining; a member that left for not polling refuses commits until it polls."""
 
 from __future__ import annotations
 
@@ -7,10 +7,16 @@ import pytest
 
 from odradek.client.config import ConsumerConfig
 from odradek.client.drivers import Call
-from odradek.client.errors import for_code
+from odradek.client.errors import (  # type: ignore[attr-defined]
+    CommitFailedError,
+    KafkaConnectionError,
+    UnknownMemberIdError,
+    for_code,
+)
 from odradek.client.fetcher import Fetcher
 from odradek.client.group import GroupMember
 from odradek.client.ops import Op
+from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 
@@ -37,3 +43,26 @@ def test_a_fatal_join_error_is_raised_and_joined_again_next_time() -> None:
     with pytest.raises(type(for_code(ErrorCode.GROUP_AUTHORIZATION_FAILED))):
         op.throw(for_code(ErrorCode.GROUP_AUTHORIZATION_FAILED, "g"))
     assert member.rejoin_needed and not member.joining
+
+
+def test_a_member_that_left_for_not_polling_refuses_commits_until_it_polls() -> None:
+    """Rule 5: after leaving for not polling, a commit raises CommitFailedError (Java's
+    CommitFailedException) without sending anything; the next poll makes it commit again."""
+    now_s = [0.0]
+    config = ConsumerConfig(bootstrap_servers="h", group_id="g", max_poll_interval_ms=1000)
+    member = GroupMember(config, Fetcher(config), dict, clock=lambda: now_s[0])
+    member.subscribe(["t"])
+    member.member_id, member.generation, member.rejoin_needed = "m-1", 3, False  # joined
+    now_s[0] = 1.5
+    assert member.idle_expired()
+    leave = member.leave_idle_op()
+    assert isinstance(next(leave).request, m.LeaveGroupRequest)
+    with pytest.raises(StopIteration):  # a failed LeaveGroup is logged: the member left
+        leave.throw(KafkaConnectionError("lost"))
+    offsets = {TopicPartition("t", 0): 7}
+    with pytest.raises(CommitFailedError, match="max_poll_interval_ms") as caught:
+        next(member.commit_op(offsets))
+    assert isinstance(caught.value, UnknownMemberIdError)  # what the broker would answer
+    assert member.poll_started()  # joins again
+    commit = next(member.commit_op(offsets)).request
+    assert isinstance(commit, m.OffsetCommitRequest) and commit.generation_id == -1
