@@ -12,8 +12,10 @@ topic's sticky partition moves the sticky partition (KIP-480).
 Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
 ``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
 *front* of the ready queue (ahead of later batches of its partition) until its delivery
-deadline. Completion runs the batch's callbacks exactly once; record futures
-(:mod:`odradek.client.futures`) read their result from the batch (:meth:`Batch.result`).
+deadline (``delivery_timeout_ms`` after it was opened), when it fails wherever it is, ready or
+in flight (:meth:`Accumulator.take_expired`, ``ProducerCore._sender_round``). Completion runs
+the batch's callbacks exactly once; record futures (:mod:`odradek.client.futures`) read their
+result from the batch (:meth:`Batch.result`).
 
 Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
 be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
@@ -301,10 +303,23 @@ class Accumulator:
                 closed_all = False
         return closed_all
 
+    def take_expired(self, now_s: float) -> list[Batch]:
+        """Take the ready batches whose delivery deadline has passed, whatever they wait for
+        (a retry backoff, a free request slot), and free their bytes: the caller fails them.
+        (An open batch is closed when its linger ends, before its deadline: ``linger_ms`` is
+        less than ``delivery_timeout_ms``, :class:`~odradek.client.config.ProducerConfig`.)"""
+        if not any(batch.deadline_s <= now_s for batch in self.ready):
+            return []
+        expired = [batch for batch in self.ready if batch.deadline_s <= now_s]
+        self.ready = deque(batch for batch in self.ready if batch.deadline_s > now_s)
+        self.buffered_bytes -= sum(batch.size_bytes for batch in expired)
+        return expired
+
     def next_wakeup_s(self, now_s: float) -> float | None:
-        """Seconds until the next open batch's linger expires or a retry is due."""
+        """Seconds until the next open batch's linger expires, a retry is due or a ready
+        batch's delivery deadline passes."""
         times = [b.created_s + self.linger_s for b in self.open.values()]
-        times += [b.retry_at_s for b in self.ready if b.retry_at_s > now_s]
+        times += [b.retry_at_s if b.retry_at_s > now_s else b.deadline_s for b in self.ready]
         return max(0.0, min(times) - now_s) if times else None
 
     def take_ready(self, now_s: float, max_request_bytes: int) -> list[Batch]:

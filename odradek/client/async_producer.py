@@ -146,11 +146,13 @@ class AsyncProducer(AsyncLifetime, ProducerCore):
             decision = self._sender_round(_monotonic())
             if decision is None:
                 return
-            seq, batches, refresh, wakeup = decision
+            seq, batches, refresh, wakeup, expired = decision
+            self._fail_expired(expired)
             if batches:
                 tg.start_soon(self._send_batches, seq, batches)
                 if refresh is not None:
                     tg.start_soon(self._client.run, refresh)
+            if batches or expired:
                 continue
             self._wake = anyio.Event()
             with anyio.move_on_after(wakeup if wakeup is not None else 3600):

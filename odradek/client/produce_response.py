@@ -63,8 +63,9 @@ def retry_at_s(
     """When to send ``batch`` again after ``error``, or ``None`` if it must fail: the error is
     not retriable, the batch has had ``retries`` retries, or the backoff (``retry_backoff_ms``
     doubling per attempt up to ``retry_backoff_max_ms``) would end past its delivery
-    deadline (``delivery_timeout_ms`` after it was created)."""
-    if not getattr(error, "retriable", False) or batch.attempts > config.retries:
+    deadline (``delivery_timeout_ms`` after it was created), or it has failed already (its
+    deadline passed while it was in flight)."""
+    if batch.is_done or not getattr(error, "retriable", False) or batch.attempts > config.retries:
         return None
     delay_ms = backoff_ms(batch.attempts - 1, config.retry_backoff_ms, config.retry_backoff_max_ms)
     at_s = now_s + delay_ms / 1000

@@ -118,8 +118,8 @@ class Producer(ProducerCore):
                         decision = self._sender_round(now)
                     if decision is None:
                         return
-                    seq, batches, refresh, wakeup = decision
-                    if batches:
+                    seq, batches, refresh, wakeup, expired = decision
+                    if batches or expired:
                         break
                     if self._in_flight:
                         wakeup = min(wakeup or 0.05, 0.05)  # watch request timeouts
@@ -127,7 +127,9 @@ class Producer(ProducerCore):
             if stale is not None:  # fails its requests: their batches are retried
                 stale.close()
                 continue
-            self._send_batches(seq, batches)
+            self._fail_expired(expired)
+            if batches:
+                self._send_batches(seq, batches)
             if refresh is not None:
                 self._client.run(refresh)
 
@@ -146,12 +148,22 @@ class Producer(ProducerCore):
                 self._in_flight[seq] = (_monotonic(), batches)
         future.add_done_callback(lambda f: self._complete(seq, *_outcome(f)))
 
-    def _complete(self, seq: int, response: Any, error: BaseException | None) -> None:
-        self._completing.active = True  # this thread runs delivery callbacks (see close)
+    @contextmanager
+    def _delivering(self) -> Iterator[None]:
+        """This thread runs delivery callbacks meanwhile (see flush and close)."""
+        self._completing.active = True
         try:
-            super()._complete(seq, response, error)
+            yield
         finally:
             self._completing.active = False
+
+    def _complete(self, seq: int, response: Any, error: BaseException | None) -> None:
+        with self._delivering():
+            super()._complete(seq, response, error)
+
+    def _fail_expired(self, batches: list[Batch]) -> None:
+        with self._delivering():
+            super()._fail_expired(batches)
 
     def _stale_connection(self, now: float) -> BlockingConnection | None:
         """The connection, if a request on it waited longer than request_timeout_ms."""

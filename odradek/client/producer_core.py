@@ -16,6 +16,9 @@ Rules (both faces):
   partition, while :func:`~odradek.client.produce_response.retry_at_s` allows it; otherwise
   every record of the batch fails with the error. A request unanswered after
   ``request_timeout_ms`` closes the connection (its batches are retried).
+- A batch fails with ``KafkaTimeoutError`` once ``delivery_timeout_ms`` has passed since it was
+  opened, wherever it waits, ready or in flight (Kafka's ``delivery.timeout.ms``: see
+  :meth:`ProducerCore._sender_round`).
 """
 
 from __future__ import annotations
@@ -125,6 +128,7 @@ class ProducerCore:
         self._in_flight: dict[int, tuple[float | None, list[Batch]]] = {}
         self._request_seq = 0
         self._flushing = 0  # flush() calls under way: every open batch is closed at once
+        self._expiring: list[Batch] = []  # taken by _sender_round, until _fail_expired ends
         self._closing = False
         self._init_face()
 
@@ -284,11 +288,13 @@ class ProducerCore:
 
     def _sender_round(
         self, now_s: float
-    ) -> tuple[int, list[Batch], Op[None] | None, float | None] | None:
+    ) -> tuple[int, list[Batch], Op[None] | None, float | None, list[Batch]] | None:
         """What the sender does next: close the batches whose ``linger_ms`` passed (every one
-        while flushing or closing), then, if fewer than ``max_in_flight`` requests are out,
-        take the batches of the next Produce request (at most one per partition: see
-        ``Accumulator.take_ready``). Returns ``(seq, batches, refresh, wait_s)``: send
+        while flushing or closing), take those whose delivery deadline passed (ready or in
+        flight, Kafka's ``delivery.timeout.ms``), then, if fewer than ``max_in_flight``
+        requests are out, take the batches of the next Produce request (at most one per
+        partition: see ``Accumulator.take_ready``). Returns ``(seq, batches, refresh, wait_s,
+        expired)``: fail ``expired`` (:meth:`_fail_expired`, with no lock held); send
         ``batches`` if there are any (they are in flight from now, under ``seq`` in
         ``_in_flight``, so a flush or a close sees them while they are being sent; the face
         stamps the entry when the request is on the wire and ends it with :meth:`_complete`),
@@ -299,6 +305,9 @@ class ProducerCore:
         acc = self._acc
         cfg = self.config
         closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
+        in_flight = [b for _, bs in self._in_flight.values() for b in bs if not b.is_done]
+        expired = acc.take_expired(now_s) + [b for b in in_flight if b.deadline_s <= now_s]
+        self._expiring += expired  # (an expired batch in flight is freed when its request ends)
         if len(self._in_flight) < cfg.max_in_flight:
             batches = acc.take_ready(now_s, cfg.max_request_size)
             if batches:
@@ -306,12 +315,33 @@ class ProducerCore:
                 self._in_flight[self._request_seq] = (None, batches)
                 topics = self._metadata.due(now_s)
                 refresh = None if topics is None else self._refresh_op(topics)
-                return self._request_seq, batches, refresh, 0.0
+                return self._request_seq, batches, refresh, 0.0, expired
+        if expired:
+            return 0, [], None, 0.0, expired
         if self._closing and not self._in_flight and not acc.unfinished():
             return None
         if not closed_all:  # a due tail was being appended to: try again soon
-            return 0, [], None, _TAIL_RETRY_S  # (a zero wait would spin, holding the GIL)
-        return 0, [], None, acc.next_wakeup_s(now_s)
+            return 0, [], None, _TAIL_RETRY_S, []  # (a zero wait would spin, holding the GIL)
+        wait_s = acc.next_wakeup_s(now_s)
+        if in_flight:  # the next in-flight deadline
+            until_s = max(0.0, min(b.deadline_s for b in in_flight) - now_s)
+            wait_s = until_s if wait_s is None else min(wait_s, until_s)
+        return 0, [], None, wait_s, []
+
+    def _fail_expired(self, batches: list[Batch]) -> None:
+        """Fail the batches whose delivery deadline passed (from :meth:`_sender_round`), as
+        Kafka's producer does, though a batch in flight may still be written."""
+        timeout_ms = self.config.delivery_timeout_ms
+        for batch in batches:
+            batch.complete(
+                error=KafkaTimeoutError(
+                    f"{len(batch)} record(s) for {batch.tp.topic}-{batch.tp.partition} expired: "
+                    f"{timeout_ms} ms (delivery_timeout_ms) passed since the batch was created"
+                )
+            )
+        if batches:
+            with self._locked():
+                self._expiring = [batch for batch in self._expiring if not batch.is_done]
 
     def _memory_timeout(self) -> KafkaTimeoutError:
         """What ``send`` raises when ``buffer_memory`` stays full for ``max_block_ms``."""
@@ -321,8 +351,9 @@ class ProducerCore:
         )
 
     def _pending(self) -> list[Batch]:
-        """Every batch not completed yet: open, ready or in flight."""
-        return [*self._acc.unfinished(), *(b for _, bs in self._in_flight.values() for b in bs)]
+        """Every batch not completed yet: open, ready, in flight or being failed."""
+        in_flight = (b for _, bs in self._in_flight.values() for b in bs)
+        return [*self._acc.unfinished(), *in_flight, *self._expiring]
 
     @contextmanager
     def _flush_pending(self) -> Iterator[list[Batch]]:

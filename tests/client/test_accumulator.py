@@ -86,3 +86,14 @@ def test_a_refused_column_append_opens_no_batch() -> None:
     assert ("t", 0) not in acc.open
     added = acc.add("t", 0, None, VALUE, 0, None, SIZE, 0.0)
     assert added is not None and added[2]  # fresh
+
+
+def test_ready_batches_past_their_delivery_deadline_are_taken_and_freed() -> None:
+    acc = _accumulator()  # linger and delivery timeout: 60 s
+    first = acc.add("t", 0, None, VALUE, 0, None, SIZE, 0.0)[0]  # type: ignore[index]
+    later = acc.add("t", 1, None, VALUE, 0, None, SIZE, 30.0)[0]  # type: ignore[index]
+    acc.close_expired(30.0, force=True)
+    assert acc.next_wakeup_s(40.0) == 20.0  # the first one's deadline
+    assert acc.take_expired(59.0) == []
+    assert acc.take_expired(60.0) == [first]  # wherever it waits: here, for a request slot
+    assert list(acc.ready) == [later] and acc.buffered_bytes == later.size_bytes

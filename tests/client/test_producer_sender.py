@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from odradek.client import KafkaConnectionError, KafkaTimeoutError, Producer, producer_core
+from odradek.client import (
+    AsyncProducer,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    Producer,
+    producer_core,
+)
 
 
 class HeldConnection:
@@ -91,3 +97,27 @@ def test_request_timeout_counts_from_the_write(bootstrap: str, topic: str) -> No
 
         producer._client.connection = slow_connection  # type: ignore[method-assign]
         assert producer.send(topic, b"second", b"k").result(10).offset == 1
+
+
+def test_a_batch_fails_at_its_delivery_deadline_in_flight_or_not() -> None:
+    """Kafka's delivery.timeout.ms, in the sender's decision (no I/O: an async producer that
+    is not started runs nothing by itself): a batch in flight past its deadline is failed at
+    once, and its request's answer, arriving later, changes nothing but frees its bytes."""
+    producer = AsyncProducer("127.0.0.1:9", linger_ms=0, delivery_timeout_ms=1000,
+                             request_timeout_ms=1000)  # fmt: skip
+    producer._partition_counts["t"] = 1
+    now_s = time.monotonic()
+    batch = producer._add(("t", 0, None, b"v", 0, None, 100), False, now_s)[0]  # type: ignore[index]
+    seq, batches, _, _, expired = producer._sender_round(now_s)  # type: ignore[misc]
+    assert batches == [batch] and expired == []  # in flight from now
+    producer._produce_request(batches)  # what the face sends
+    waiting = producer._sender_round(now_s + 0.25)
+    assert waiting is not None and waiting[4] == [] and waiting[3] == pytest.approx(0.75)
+    expiring = producer._sender_round(now_s + 1.0)
+    assert expiring is not None and expiring[4] == [batch]
+    producer._fail_expired(expiring[4])
+    with pytest.raises(KafkaTimeoutError, match="delivery_timeout_ms"):
+        batch.result(0)
+    producer._complete(seq, None, KafkaConnectionError("the answer came too late"))
+    assert not producer._in_flight and producer._acc.buffered_bytes == 0
+    assert producer._pending() == []
