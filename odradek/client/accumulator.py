@@ -312,7 +312,7 @@ class Accumulator:
             return []
         expired = [batch for batch in self.ready if batch.deadline_s <= now_s]
         self.ready = deque(batch for batch in self.ready if batch.deadline_s > now_s)
-        self.buffered_bytes -= sum(batch.size_bytes for batch in expired)
+        self.release(expired)
         return expired
 
     def next_wakeup_s(self, now_s: float) -> float | None:
@@ -353,11 +353,18 @@ class Accumulator:
             if batch.data is None:
                 batch.data = encode_batch(batch, self.compression)
 
-    def settle(self, retry: list[Batch], freed_bytes: int) -> None:
+    def settle(self, retry: list[Batch], finished: list[Batch]) -> None:
         """After a Produce answer: release the bytes of the batches that completed and put
         those being retried back at the front of the ready queue, keeping their order."""
-        self.buffered_bytes -= freed_bytes
+        self.release(finished)
         self.ready.extendleft(reversed(retry))
+
+    def release(self, batches: list[Batch]) -> None:
+        """Free the bytes of ``batches`` (completed, or failing): each batch's are freed once,
+        whichever path frees them first (an expiry, then its request's answer)."""
+        for batch in batches:
+            self.buffered_bytes -= batch.accounted_bytes
+            batch.accounted_bytes = 0
 
     def unfinished(self) -> list[Batch]:
         return [*self.open.values(), *self.ready]

@@ -11,6 +11,7 @@ their config; it is then read, never changed (``client.config``). A bad value ra
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from dataclasses import field as _field
@@ -25,6 +26,7 @@ _CODECS = {None: Compression.NONE, **{codec.name.lower(): codec for codec in Com
 _ACKS = {0: 0, 1: 1, -1: -1, "all": -1}
 _OFFSET_RESETS = ("earliest", "latest", "none")
 _DEFAULT_DELIVERY_TIMEOUT_MS = 120_000
+log = logging.getLogger(__name__)
 _ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")
 
 
@@ -107,8 +109,8 @@ class ProducerConfig(ClientConfig):
 
     ``acks`` is kept as 0, 1 or -1 (``"all"``); ``compression_type`` as a
     :class:`~odradek.protocol.record_batch.Compression`. ``delivery_timeout_ms`` must be at
-    least ``linger_ms + request_timeout_ms`` (Kafka's rule); left at its default, it is raised
-    to that sum when it is less."""
+    least ``linger_ms + request_timeout_ms`` (Kafka's rule); not given, it is 120 s, or that
+    sum when it is more (with a warning, as Java's)."""
 
     acks: Any = 1  # 0, 1, -1 or "all" given; 0, 1 or -1 kept
     linger_ms: int = 5
@@ -118,7 +120,7 @@ class ProducerConfig(ClientConfig):
     partitioner: str | Callable[..., int] = "default"
     max_request_size: int = 1_048_576
     max_in_flight: int = 5
-    delivery_timeout_ms: int = _DEFAULT_DELIVERY_TIMEOUT_MS
+    delivery_timeout_ms: int | None = None  # None given: 120 s (see the class); an int kept
     retries: int = 2_147_483_647
     max_block_ms: int = 60_000
     metadata_max_age_ms: int = 300_000
@@ -130,14 +132,18 @@ class ProducerConfig(ClientConfig):
         if self.acks not in _ACKS or type(self.acks) is bool:
             raise ValueError(f"acks must be 0, 1, -1 or 'all', not {self.acks!r}")
         _set(self, "acks", _ACKS[self.acks])
-        at_least_ms = self.linger_ms + self.request_timeout_ms
-        if self.delivery_timeout_ms < at_least_ms:  # Java's rule for delivery.timeout.ms
-            if self.delivery_timeout_ms != _DEFAULT_DELIVERY_TIMEOUT_MS:
-                raise ValueError(
-                    f"delivery_timeout_ms must be at least linger_ms + request_timeout_ms "
-                    f"({at_least_ms}), not {self.delivery_timeout_ms}"
+        at_least_ms = self.linger_ms + self.request_timeout_ms  # Java's delivery.timeout.ms rule
+        if self.delivery_timeout_ms is None:
+            if at_least_ms > _DEFAULT_DELIVERY_TIMEOUT_MS:
+                log.warning(
+                    "delivery_timeout_ms is linger_ms + request_timeout_ms: %d", at_least_ms
                 )
-            _set(self, "delivery_timeout_ms", at_least_ms)  # the default: raised to fit
+            _set(self, "delivery_timeout_ms", max(at_least_ms, _DEFAULT_DELIVERY_TIMEOUT_MS))
+        elif self.delivery_timeout_ms < at_least_ms:
+            raise ValueError(
+                f"delivery_timeout_ms must be at least linger_ms + request_timeout_ms "
+                f"({at_least_ms}), not {self.delivery_timeout_ms}"
+            )
         if isinstance(self.compression_type, Compression):
             return
         check_choice("compression_type", self.compression_type, _CODECS)

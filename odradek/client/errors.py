@@ -103,11 +103,15 @@ for _code in ErrorCode:
     __all__.append(_name)
 
 
-class CommitFailedError(_BY_CODE[int(ErrorCode.UNKNOWN_MEMBER_ID)]):  # type: ignore[misc]
-    """A commit that cannot succeed: the member left its group because the application did
-    not poll for ``max_poll_interval_ms``, so its partitions may be another member's by now
-    (Java's ``CommitFailedException``, kafka-python's ``CommitFailedError``). The next poll
-    joins the group again. An ``UnknownMemberIdError``, as the broker would answer."""
+class CommitFailedError(KafkaError):
+    """A consumer's commit that cannot succeed because the group has rebalanced without the
+    member: the broker answered ``ILLEGAL_GENERATION`` or ``UNKNOWN_MEMBER_ID`` (the
+    ``__cause__``), or the member left because the application did not poll for
+    ``max_poll_interval_ms``. Its partitions may be another member's by now; the next poll
+    joins the group again (Java's ``CommitFailedException``, kafka-python's
+    ``CommitFailedError``). Final."""
+
+    code = ErrorCode.UNKNOWN_MEMBER_ID
 
 
 __all__.append("CommitFailedError")

@@ -74,6 +74,7 @@ _REJOIN_CODES = {
     ErrorCode.ILLEGAL_GENERATION,
     ErrorCode.UNKNOWN_MEMBER_ID,
 }
+_FENCED_CODES = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}  # CommitFailedError
 Callback = Callable[[set[TopicPartition]], Any]
 
 
@@ -318,8 +319,10 @@ class GroupMember:
     ) -> Op[None]:
         """Commit ``offsets`` (the next offsets to read) as this member (or outside membership
         when not subscribed). Retriable errors are retried for ``request_timeout_ms``;
-        ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` raise and
-        schedule a rejoin; :class:`~.errors.CommitFailedError` once the member left the group
+        ``REBALANCE_IN_PROGRESS`` / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID`` schedule a
+        rejoin. Raises :class:`~.errors.CommitFailedError` (as Java and kafka-python) when the
+        broker answers ``ILLEGAL_GENERATION`` or ``UNKNOWN_MEMBER_ID`` (the group rebalanced
+        without this member), and at once, sending nothing, once the member left the group
         for not polling (rule 5)."""
         normal = normalize_offsets(offsets)
         if self.left_idle:  # rule 5: not a member until the next poll joins again
@@ -345,6 +348,11 @@ class GroupMember:
                 if exc.code in _REJOIN_CODES and self.subscribed and not self.joining:
                     self.rejoin_needed = True
                     self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
+                if exc.code in _FENCED_CODES:
+                    raise CommitFailedError(
+                        f"group {self.group_id}: the broker refused the commit "
+                        f"({exc.code.name}): the group has rebalanced without this member"
+                    ) from exc
                 if not exc.retriable or self.clock() >= deadline:
                     raise
             yield Sleep(self._backoff_s(failures))

@@ -45,7 +45,9 @@ class Producer(ProducerCore):
     Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread
     at once; ``send`` blocks only while it waits for a topic's first metadata or for buffer
     memory (up to ``max_block_ms``, then :class:`KafkaTimeoutError`). Delivery futures
-    complete on the connection's reader thread: their callbacks run there and must not block.
+    complete on the connection's reader thread (a response) or on the sender thread (acks=0,
+    a failed send, an expired batch): their callbacks run there and must not block (nor
+    ``send`` into a full ``buffer_memory``: nothing would be sent meanwhile).
     """
 
     _client_type = Client

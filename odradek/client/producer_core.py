@@ -78,8 +78,8 @@ class ProducerCore:
       max_in_flight (or Kafka's ``max_in_flight_requests_per_connection``): Produce requests
         awaiting an answer at most.
       delivery_timeout_ms: how long a record may take, retries included, before it fails:
-        at least ``linger_ms + request_timeout_ms`` (Kafka's rule; the default is raised to
-        that sum when it is less).
+        at least ``linger_ms + request_timeout_ms`` (Kafka's rule); ``None``: 120 s, or that
+        sum if it is more.
       request_timeout_ms: how long a request may go unanswered (the connection is then
         closed and its batches retried).
       retries, retry_backoff_ms, retry_backoff_max_ms: retries of a batch after a retriable
@@ -306,8 +306,10 @@ class ProducerCore:
         cfg = self.config
         closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
         in_flight = [b for _, bs in self._in_flight.values() for b in bs if not b.is_done]
-        expired = acc.take_expired(now_s) + [b for b in in_flight if b.deadline_s <= now_s]
-        self._expiring += expired  # (an expired batch in flight is freed when its request ends)
+        expired_in_flight = [b for b in in_flight if b.deadline_s <= now_s]
+        acc.release(expired_in_flight)  # its request's answer frees nothing more
+        expired = acc.take_expired(now_s) + expired_in_flight
+        self._expiring += expired
         if len(self._in_flight) < cfg.max_in_flight:
             batches = acc.take_ready(now_s, cfg.max_request_size)
             if batches:
@@ -381,7 +383,7 @@ class ProducerCore:
                 return
             self._in_flight[seq] = (None, entry[1])  # answered: no request timeout any more
         retry: list[Batch] = []
-        freed_bytes = 0
+        finished: list[Batch] = []
         now_s = time.monotonic()
         for batch, outcome in handle_produce_response(entry[1], response, error):
             if outcome is not None:
@@ -391,7 +393,7 @@ class ProducerCore:
                     retry.append(batch)
                     continue
                 batch.complete(error=outcome)
-            freed_bytes += batch.size_bytes
+            finished.append(batch)
         with self._locked():
             if self._in_flight.pop(seq, None) is not None:  # else close() failed them all
-                self._acc.settle(retry, freed_bytes)
+                self._acc.settle(retry, finished)

@@ -40,7 +40,7 @@ def test_locked_appends_are_counted_at_once_and_freed_on_settle() -> None:
     acc.close_expired(0.0, force=True)
     assert acc.buffered_bytes == _held_bytes(acc)
     batches = acc.take_ready(0.0, 1 << 20)
-    acc.settle([], sum(b.size_bytes for b in batches))
+    acc.settle([], batches)
     assert acc.buffered_bytes == 0
 
 
@@ -58,7 +58,7 @@ def test_lock_free_bytes_join_at_the_next_locked_append_or_the_close() -> None:
     assert appender.append("t", VALUE) is not None
     acc.close_expired(0.0, force=True)
     assert list(acc.ready) == [tail] and acc.buffered_bytes == 6 * SIZE == tail.size_bytes
-    acc.settle([], tail.size_bytes)
+    acc.settle([], [tail])
     assert acc.buffered_bytes == 0
 
 

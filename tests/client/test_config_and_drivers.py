@@ -44,7 +44,7 @@ def test_the_producer_config_normalizes_and_rejects_bad_options() -> None:
 
 def test_the_delivery_timeout_covers_linger_and_the_request_timeout() -> None:
     """Kafka's rule: delivery.timeout.ms >= linger.ms + request.timeout.ms; a value given
-    below it is refused, the default is raised to it."""
+    below it is refused, one not given is raised to it."""
     with pytest.raises(ValueError, match=r"delivery_timeout_ms .* \(30005\), not 10000"):
         ProducerConfig(bootstrap_servers="h", delivery_timeout_ms=10_000)
     raised = ProducerConfig(bootstrap_servers="h", linger_ms=100, request_timeout_ms=200_000)
@@ -52,6 +52,9 @@ def test_the_delivery_timeout_covers_linger_and_the_request_timeout() -> None:
     assert ProducerConfig(bootstrap_servers="h").delivery_timeout_ms == 120_000
     kept = ProducerConfig(bootstrap_servers="h", request_timeout_ms=300, delivery_timeout_ms=600)
     assert kept.delivery_timeout_ms == 600
+    with pytest.raises(ValueError, match="200100"):  # the default's value, but given
+        ProducerConfig(bootstrap_servers="h", linger_ms=100, request_timeout_ms=200_000,
+                       delivery_timeout_ms=120_000)  # fmt: skip
 
 
 def test_the_consumer_config_rejects_bad_options() -> None:

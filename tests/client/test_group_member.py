@@ -10,7 +10,6 @@ from odradek.client.drivers import Call
 from odradek.client.errors import (  # type: ignore[attr-defined]
     CommitFailedError,
     KafkaConnectionError,
-    UnknownMemberIdError,
     for_code,
 )
 from odradek.client.fetcher import Fetcher
@@ -60,9 +59,23 @@ def test_a_member_that_left_for_not_polling_refuses_commits_until_it_polls() -> 
     with pytest.raises(StopIteration):  # a failed LeaveGroup is logged: the member left
         leave.throw(KafkaConnectionError("lost"))
     offsets = {TopicPartition("t", 0): 7}
-    with pytest.raises(CommitFailedError, match="max_poll_interval_ms") as caught:
+    with pytest.raises(CommitFailedError, match="max_poll_interval_ms"):
         next(member.commit_op(offsets))
-    assert isinstance(caught.value, UnknownMemberIdError)  # what the broker would answer
     assert member.poll_started()  # joins again
     commit = next(member.commit_op(offsets)).request
     assert isinstance(commit, m.OffsetCommitRequest) and commit.generation_id == -1
+
+
+@pytest.mark.parametrize("code", [ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID])
+def test_a_commit_the_rebalanced_group_refuses_raises_commit_failed(code: ErrorCode) -> None:
+    """As Java's and kafka-python's consumers: the broker's answer is the cause, and the
+    member joins again at its next poll."""
+    config = ConsumerConfig(bootstrap_servers="h", group_id="g")
+    member = GroupMember(config, Fetcher(config), dict)
+    member.subscribe(["t"])
+    member.member_id, member.generation, member.rejoin_needed = "m-1", 3, False
+    commit = member.commit_op({TopicPartition("t", 0): 7})
+    assert next(commit).request.generation_id == 3
+    with pytest.raises(CommitFailedError, match=code.name) as caught:
+        commit.throw(for_code(code, "g: t-0"))
+    assert caught.value.__cause__.code == code and member.rejoin_needed
