@@ -34,15 +34,16 @@ class AsyncClient(ClientCore):
     def _init_face(self) -> None:
         self._conn_lock: anyio.Lock | None = None  # made in the event loop, by connection()
 
-    async def connection(self) -> AsyncConnection:
-        """The live connection, bootstrapping a new one if there is none."""
+    async def connection(self, deadline_s: float | None = None) -> AsyncConnection:
+        """The live connection, bootstrapping a new one if there is none (by ``deadline_s``,
+        a ``time.monotonic()`` time; ``None``: within ``request_timeout_ms``)."""
         conn = self.open_connection()
         if conn is not None:
             return conn  # type: ignore[no-any-return]
         if self._conn_lock is None:
             self._conn_lock = anyio.Lock()
         async with self._conn_lock:
-            return await drive_async(self._connection_op(), self)
+            return await drive_async(self._connection_op(deadline_s), self)
 
     # -- effects (odradek.client.drivers) ---------------------------------------------------
     sleep = staticmethod(anyio.sleep)

@@ -30,13 +30,14 @@ class Client(ClientCore):
     def _init_face(self) -> None:
         self._conn_lock = threading.Lock()
 
-    def connection(self) -> BlockingConnection:
-        """The live connection, bootstrapping a new one if there is none."""
+    def connection(self, deadline_s: float | None = None) -> BlockingConnection:
+        """The live connection, bootstrapping a new one if there is none (by ``deadline_s``,
+        a ``time.monotonic()`` time; ``None``: within ``request_timeout_ms``)."""
         conn = self.open_connection()
         if conn is not None:
             return conn  # type: ignore[no-any-return]
         with self._conn_lock:
-            return drive(self._connection_op(), self)
+            return drive(self._connection_op(deadline_s), self)
 
     # -- effects (odradek.client.drivers) ---------------------------------------------------
     sleep = staticmethod(time.sleep)

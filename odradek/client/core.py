@@ -178,6 +178,7 @@ class _Discard(NamedTuple):
 
 
 class _Connection(NamedTuple):
+    deadline_s: float | None  # by when (time.monotonic()) a new one must be made
     verb = "connection"  # the face: its live connection, bootstrapping one if needed
 
 
@@ -209,9 +210,12 @@ class ClientCore:
     Bootstrap: try each ``bootstrap_servers`` address in order; on the first that accepts
     (TLS and SASL first, when configured: on every new connection), send ApiVersions then
     Metadata; if the broker advertises another address, connect there
-    (and keep the bootstrap connection if that fails). Retries: a call retries connection
-    failures and losses with exponential backoff until its timeout has passed since it began.
-    Error codes in responses are not retried here; the operations and the producer decide.
+    (and keep the bootstrap connection if that fails). All of it within the call's timeout:
+    each address gets an equal share of the time left, so silent ones delay the call by no
+    more than that timeout and cannot starve the addresses after them. Retries: a call
+    retries connection failures and losses with exponential backoff until its timeout has
+    passed since it began. Error codes in responses are not retried here; the operations and
+    the producer decide.
     """
 
     @options_of(ClientConfig)
@@ -305,7 +309,7 @@ class ClientCore:
         attempt = 0
         while True:
             try:
-                conn = yield _Connection()
+                conn = yield _Connection(deadline_s)
                 remaining_s = max(0.0, deadline_s - time.monotonic())
                 return (yield _Exchange(conn, request, raw, remaining_s))
             except KafkaTimeoutError:
@@ -321,37 +325,45 @@ class ClientCore:
                 yield Sleep(delay_ms / 1000)  # backoff between reconnection attempts
                 attempt += 1
 
-    def _connection_op(self) -> Generator[Any, Any, Any]:
-        """The live connection, bootstrapping a new one if there is none (the face runs it
-        under its connection lock)."""
+    def _connection_op(self, deadline_s: float | None = None) -> Generator[Any, Any, Any]:
+        """The live connection, bootstrapping a new one by ``deadline_s`` (``None``: within
+        ``request_timeout_ms``) if there is none (the face runs it under its connection
+        lock)."""
         if self._closed:
             raise KafkaConnectionError("client is closed")
         conn = self._conn
         if conn is None or conn.closed:
             if conn is not None:
                 yield _Discard(conn)
-            self._conn = conn = yield from self._bootstrap_op()
+            if deadline_s is None:
+                deadline_s = time.monotonic() + self.config.request_timeout_ms / 1000
+            self._conn = conn = yield from self._bootstrap_op(deadline_s)
         return conn
 
-    def _bootstrap_op(self) -> Generator[Any, Any, Any]:
+    def _bootstrap_op(self, deadline_s: float) -> Generator[Any, Any, Any]:
         errors = []
-        timeout_s = self.config.request_timeout_ms / 1000
-        for host, port in self.config.bootstrap_servers:
+        servers = self.config.bootstrap_servers
+        for index, (host, port) in enumerate(servers):
+            left_s = deadline_s - time.monotonic()
+            if left_s <= 0:
+                errors.append(f"{host}:{port} not tried: no time left")
+                continue
+            until_s = time.monotonic() + left_s / (len(servers) - index)  # this one's share
             try:
-                conn = yield from self._open_op(host, port, timeout_s)
+                conn = yield from self._open_op(host, port, until_s)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
                 errors.append(str(exc))
                 continue
             try:
-                broker = yield from _on(conn, handshake_op(self.config.client_id), timeout_s)
+                broker = yield from _on(conn, handshake_op(self.config.client_id), until_s)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 yield _Discard(conn)
-                errors.append(str(exc))
+                errors.append(f"{host}:{port}: {exc}")
                 continue
             if broker is None or (broker.host, broker.port) == (host, port):
                 return conn
             try:
-                advertised = yield from self._open_op(broker.host, broker.port, timeout_s)
+                advertised = yield from self._open_op(broker.host, broker.port, until_s)
             except (KafkaConnectionError, KafkaTimeoutError):
                 return conn  # the advertised address is unreachable from here
             except Exception:
@@ -361,13 +373,13 @@ class ClientCore:
             return advertised
         raise KafkaConnectionError("no bootstrap server answered: " + "; ".join(errors))
 
-    def _open_op(self, host: str, port: int, timeout_s: float) -> Generator[Any, Any, Any]:
-        """A new connection (TLS if configured: the face's ``_open``), authenticated if the
-        config says so (:func:`~odradek.client.security.authenticate_op`); a failed
-        authentication closes it and raises."""
-        conn = yield _Open(host, port, timeout_s)
+    def _open_op(self, host: str, port: int, until_s: float) -> Generator[Any, Any, Any]:
+        """A new connection by ``until_s`` (TLS if configured: the face's ``_open``),
+        authenticated if the config says so (:func:`~odradek.client.security.authenticate_op`);
+        a failed authentication closes it and raises."""
+        conn = yield _Open(host, port, max(0.0, until_s - time.monotonic()))
         try:
-            yield from _on(conn, authenticate_op(self.config), timeout_s)
+            yield from _on(conn, authenticate_op(self.config), until_s)
         except Exception:
             yield _Discard(conn)
             raise
@@ -383,11 +395,13 @@ class ClientCore:
         return self.config.request_timeout_ms
 
 
-def _on(conn: Any, op: Generator[Any, Any, T], timeout_s: float) -> Generator[Any, Any, T]:
-    """Run ``op``'s calls on ``conn`` alone, without retries: a new connection's setup."""
+def _on(conn: Any, op: Generator[Any, Any, T], until_s: float) -> Generator[Any, Any, T]:
+    """Run ``op``'s calls on ``conn`` alone, without retries, each answered by ``until_s``
+    (``time.monotonic()``): a new connection's setup."""
     try:
         call = next(op)
         while True:
+            timeout_s = max(0.0, until_s - time.monotonic())
             call = op.send((yield _Exchange(conn, call.request, call.raw, timeout_s)))
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]

@@ -1,8 +1,11 @@
 """Connection loss is retried: a producer and a consumer survive a broker restart on the same
-port; a producer whose broker never returns fails its records after delivery_timeout_ms."""
+port; a producer whose broker never returns fails its records after delivery_timeout_ms;
+silent bootstrap servers share a call's timeout."""
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable
 
 import pytest
@@ -114,3 +117,34 @@ def test_a_stalled_broker_times_out_requests_which_are_retried(
         finally:
             os.kill(broker.process.pid, signal.SIGCONT)
         assert future.result(30).offset >= 1
+
+
+def test_silent_bootstrap_servers_share_the_calls_timeout(
+    broker_factory: Callable[..., BrokerProcess],
+) -> None:
+    """Four bootstrap addresses that accept connections and never answer (a listening socket
+    nobody accepts from), then the broker: every address is tried, in order, within one
+    request_timeout_ms, each given its share of the time left (before, each had a whole
+    request_timeout_ms, so the call took four of them and never reached the broker)."""
+    broker = broker_factory()
+    silent = []
+    for _ in range(4):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        silent.append(sock)
+    addresses = [f"127.0.0.1:{s.getsockname()[1]}" for s in silent]
+    try:
+        client = Client([*addresses, broker.bootstrap], request_timeout_ms=2000)
+        started_s = time.monotonic()
+        assert client.metadata().brokers[0].port == broker.port
+        assert time.monotonic() - started_s < 4  # 4 silent addresses x 2 s before
+        client.close()
+        alone = Client(addresses, request_timeout_ms=1000, retry_backoff_ms=20)
+        with pytest.raises(KafkaConnectionError) as caught:
+            alone.metadata()
+        assert all(address in str(caught.value) for address in addresses)
+        alone.close()
+    finally:
+        for sock in silent:
+            sock.close()
