@@ -2,11 +2,12 @@
 requests, no background task (so no task group to own).
 
 The tasks waiting for responses take turns reading. Invariant: at most one waiting task is
-*the reader*; it receives bytes, feeds the sans-I/O :class:`~odradek.client.core.ProtocolCore`
-and completes every response that arrives (setting each waiter's event), until its own
-response is complete; then it hands the reader role to another waiter (sets its event) and
-returns. Cancellation of the reader (a timeout) hands the role over the same way. A lost
-connection fails every waiter with :class:`~odradek.client.errors.KafkaConnectionError`.
+*the reader*; it receives bytes, feeds the sans-I/O
+:class:`~odradek.client.protocol_core.ProtocolCore` and completes every response that arrives
+(setting each waiter's event), until its own response is complete; then it hands the reader
+role to another waiter (sets its event) and returns. Cancellation of the reader (a timeout)
+hands the role over the same way. A lost connection fails every waiter with
+:class:`~odradek.client.errors.KafkaConnectionError`.
 
 Use it in one event loop; any number of its tasks may send at once (frames never interleave:
 a send lock).
@@ -21,8 +22,13 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
-from odradek.client.core import NO_RESPONSE, ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
+from odradek.client.protocol_core import (
+    NO_RESPONSE,
+    ProtocolCore,
+    ProtocolViolation,
+    connection_error,
+)
 from odradek.client.security import connect_failure
 from odradek.protocol import messages as m
 from odradek.protocol.frames import NATIVE_PREFACE, Buffer
@@ -87,7 +93,8 @@ class AsyncConnection:
     async def exchange(
         self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
     ) -> tuple[m.Response | None, memoryview]:
-        """The connections' exchange (:mod:`odradek.client.core`): send, then await the response."""
+        """The connections' exchange (:mod:`odradek.client.protocol_core`): send, then await
+        the response."""
         if self._error is not None:
             raise self._error
         slot = _Slot()

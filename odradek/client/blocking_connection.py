@@ -1,10 +1,11 @@
 """The blocking connection: one TCP socket, a reader thread, pipelined thread-safe requests.
 
 - Writes: :meth:`BlockingConnection.submit` registers the request with the sans-I/O
-  :class:`~odradek.client.core.ProtocolCore` (under ``_core_lock``, no I/O) and writes the frame's
-  parts with vectored ``sendmsg`` under ``_send_lock`` (frames never interleave). The core lock is
-  never held across I/O, so the reader can always drain responses while a writer blocks on a
-  full socket buffer (no deadlock with a broker that is itself blocked writing to us).
+  :class:`~odradek.client.protocol_core.ProtocolCore` (under ``_core_lock``, no I/O) and
+  writes the frame's parts with vectored ``sendmsg`` under ``_send_lock`` (frames never
+  interleave). The core lock is never held across I/O, so the reader can always drain
+  responses while a writer blocks on a full socket buffer (no deadlock with a broker that is
+  itself blocked writing to us).
 - Reads: a daemon thread ``recv``\\ s, feeds the core and completes each request's
   ``concurrent.futures.Future`` with ``(response, raw_tail)``; responses may arrive in any order.
 - TLS (an ``ssl_context``): the handshake runs in the constructor; then the writes and the
@@ -25,8 +26,13 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from odradek.client.core import NO_RESPONSE, ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
+from odradek.client.protocol_core import (
+    NO_RESPONSE,
+    ProtocolCore,
+    ProtocolViolation,
+    connection_error,
+)
 from odradek.client.security import connect_failure
 from odradek.client.tls_channel import TlsChannel
 from odradek.protocol import messages as m
@@ -124,7 +130,7 @@ class BlockingConnection:
     def exchange(
         self, request: m.Request, raw: Buffer | Sequence[Buffer], timeout_s: float
     ) -> tuple[m.Response | None, memoryview]:
-        """The connections' exchange (:mod:`odradek.client.core`): submit, then wait."""
+        """The connections' exchange (:mod:`odradek.client.protocol_core`): submit, then wait."""
         future = self.submit(request, raw)
         if future is None:
             return NO_RESPONSE

@@ -1,33 +1,8 @@
-"""The sans-I/O core shared by the blocking and async faces (the h11 model): no sockets here.
-
-:class:`ProtocolCore` is one connection's protocol state:
-
-1. :meth:`ProtocolCore.send` gives a copy of a request the next correlation id (the caller's
-   request is not mutated: it may be sent again), remembers which
-   caller token waits for it (unless the request expects no response: a Produce with
-   ``acks=0``) and returns the frame as parts for one vectored write.
-2. :meth:`ProtocolCore.receive` takes bytes read from the socket, splits them into frames
-   (:class:`odradek.protocol.frames.FrameDecoder`), decodes each response and returns
-   ``(token, response, raw_tail)`` for every complete one. Responses may arrive in any order;
-   they are matched by correlation id. A response nobody waits for, or of another API than
-   the request it answers, is a protocol violation: :class:`ProtocolViolation` (the caller
-   closes the connection and fails every pending token).
-
-Invariant: every token handed to ``send`` for a request that expects a response comes back
-exactly once, from ``receive`` or from :meth:`ProtocolCore.fail_all`.
-
-Both connections (:class:`~odradek.client.blocking_connection.BlockingConnection`,
-:class:`~odradek.client.async_connection.AsyncConnection`) drive a ``ProtocolCore`` and keep
-one contract: ``exchange(request, raw, timeout_s)`` sends ``request`` and waits up to
-``timeout_s`` for ``(response, raw_tail)`` (:data:`NO_RESPONSE` for acks=0); it raises
-:class:`~odradek.client.errors.KafkaTimeoutError` when the time runs out (the response is
-dropped when it arrives) and ``KafkaConnectionError`` once the connection has failed. EOF, an
-I/O error or a protocol violation fails the connection and every request waiting on it with
-the one error :func:`connection_error` words.
-
-Also here: the exponential backoff schedule used by retries, and :class:`ClientCore`, the
-low-level client written once: its constructor, bootstrap, reconnection and retries as
-sans-I/O operations that the blocking and async clients drive (:mod:`odradek.client.drivers`).
+"""The low-level client written once (sans-I/O, the h11 model: no sockets here):
+:class:`ClientCore`, its constructor, bootstrap, reconnection and retries as operations that
+the blocking and async clients drive (:mod:`odradek.client.drivers`), over connections that
+each drive a :class:`~odradek.client.protocol_core.ProtocolCore`. Also here: the exponential
+backoff schedule used by retries.
 """
 
 from __future__ import annotations
@@ -36,14 +11,11 @@ import time
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from msgspec.structs import replace
-
 from odradek.client.config import ClientConfig, options_of, parse_bootstrap
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaConnectionError, KafkaTimeoutError
 from odradek.client.ops import (
     Op,
-    check_decodable,
     fetch_op,
     handshake_op,
     list_offsets_op,
@@ -57,99 +29,11 @@ from odradek.client.types import (
     TopicPartition,
 )
 from odradek.protocol import messages as m
-from odradek.protocol.frames import MAX_FRAME_BYTES_LIMIT, Buffer, FrameDecoder, FrameError
+from odradek.protocol.frames import Buffer
 
 T = TypeVar("T")
 
-__all__ = [
-    "NO_RESPONSE",
-    "ClientCore",
-    "ProtocolCore",
-    "ProtocolViolation",
-    "backoff_ms",
-    "connection_error",
-    "parse_bootstrap",
-]
-
-_MAX_CORRELATION_ID = 2**31 - 1
-NO_RESPONSE: tuple[None, memoryview] = (None, memoryview(b""))  # an exchange's acks=0 answer
-
-
-class ProtocolViolation(Exception):
-    """The broker sent bytes that break the protocol; the connection must be closed."""
-
-
-class ProtocolCore:
-    __slots__ = ("_decoder", "_next_cid", "_pending")
-
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES_LIMIT) -> None:
-        self._decoder = FrameDecoder(max_frame_bytes)
-        self._next_cid = 1
-        self._pending: dict[int, tuple[Any, m.ApiKey]] = {}
-
-    @property
-    def in_flight(self) -> int:
-        """Requests sent whose response has not arrived."""
-        return len(self._pending)
-
-    def send(
-        self, request: m.Request, raw: Buffer | Sequence[Buffer] = b"", token: Any = None
-    ) -> tuple[int, list[Buffer]]:
-        """Assign a correlation id; returns it and the frame's parts (header first). Raises
-        ``TypeError``/``ValueError`` for a request the broker could not decode
-        (:func:`~odradek.client.ops.check_decodable`), before anything is sent."""
-        cid = self._next_cid
-        self._next_cid = cid + 1 if cid < _MAX_CORRELATION_ID else 1
-        parts = m.encode_request(replace(request, correlation_id=cid), raw)
-        check_decodable(request, parts[0])  # what the broker could not decode is not sent
-        if m.expects_response(request):
-            self._pending[cid] = (token, m.api_key_of(request))
-        return cid, parts
-
-    def forget(self, cid: int) -> Any:
-        """Stop waiting for ``cid`` (its send failed); returns its token or ``None``."""
-        entry = self._pending.pop(cid, None)
-        return entry[0] if entry else None
-
-    def receive(self, data: Buffer) -> list[tuple[Any, m.Response, memoryview]]:
-        """Feed bytes from the socket; returns every response completed by them."""
-        try:
-            self._decoder.feed(data)
-            out = []
-            for body in self._decoder:
-                response, tail = m.decode_response(body)
-                entry = self._pending.pop(response.correlation_id, None)
-                if entry is None:
-                    raise ProtocolViolation(
-                        f"response with unknown correlation id {response.correlation_id}"
-                    )
-                token, api_key = entry
-                if m.api_key_of(response) != api_key:
-                    raise ProtocolViolation(
-                        f"correlation id {response.correlation_id} answered a "
-                        f"{api_key.name} request with {type(response).__name__}"
-                    )
-                out.append((token, response, tail))
-            return out
-        except FrameError as exc:
-            raise ProtocolViolation(f"malformed response from the broker: {exc}") from exc
-
-    def fail_all(self) -> list[Any]:
-        """The connection is gone: returns every pending token and forgets them."""
-        tokens = [token for token, _ in self._pending.values()]
-        self._pending.clear()
-        return tokens
-
-
-def connection_error(address: tuple[str, int], cause: str | BaseException) -> KafkaConnectionError:
-    """The error that fails the connection to ``address``: ``cause`` says what happened
-    (``"closed by the broker"``, ``"closed by the client"``) or is what was raised (a
-    :class:`ProtocolViolation` closes it, an I/O error means it was lost)."""
-    peer = f"{address[0]}:{address[1]}"
-    if isinstance(cause, str):
-        return KafkaConnectionError(f"connection to {peer} {cause}")
-    what = "closed" if isinstance(cause, ProtocolViolation) else "lost"
-    return KafkaConnectionError(f"connection to {peer} {what}: {str(cause) or repr(cause)}")
+__all__ = ["ClientCore", "backoff_ms", "parse_bootstrap"]
 
 
 def backoff_ms(attempt: int, base_ms: int, max_ms: int) -> int:
@@ -303,7 +187,8 @@ class ClientCore:
         ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
         is remade, with backoff, until the request's timeout has passed. A request the broker
         could not decode is not sent: :func:`~odradek.client.ops.check_decodable` raises
-        (from :meth:`ProtocolCore.send`)."""
+        (from
+        :meth:`~odradek.client.protocol_core.ProtocolCore.send`)."""
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0

@@ -21,9 +21,9 @@ from odradek.client import (
     ProducerConfig,
     TopicPartition,
 )
-from odradek.client.core import ProtocolCore
 from odradek.client.drivers import Call, Sleep, drive, drive_async
 from odradek.client.fetcher import Fetcher
+from odradek.client.protocol_core import ProtocolCore
 from odradek.protocol import messages as m
 from odradek.protocol.record_batch import Compression
 

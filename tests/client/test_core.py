@@ -8,14 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.client.accumulator import Batch, encode_batch
-from odradek.client.core import (
-    ProtocolCore,
-    ProtocolViolation,
-    backoff_ms,
-    connection_error,
-    parse_bootstrap,
-)
+from odradek.client.core import backoff_ms, parse_bootstrap
 from odradek.client.errors import KafkaConnectionError
+from odradek.client.protocol_core import ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.records import iter_records
 from odradek.client.types import TopicPartition
 from odradek.protocol import messages as m
