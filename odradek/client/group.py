@@ -44,7 +44,7 @@ from typing import Any
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
 from odradek.client.drivers import Notify, Sleep
-from odradek.client.errors import (  # type: ignore[attr-defined]
+from odradek.client.errors import (
     CommitFailedError,
     KafkaConnectionError,
     KafkaError,
