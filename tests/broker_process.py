@@ -145,14 +145,21 @@ class BrokerProcess:
         return [e for e in self.lines if e.get("event") == name]
 
     def wait_for_events(
-        self, name: str, *, count: int = 1, since_line: int = 0, timeout_s: float = 5.0
+        self,
+        name: str,
+        *,
+        count: int = 1,
+        since_line: int = 0,
+        timeout_s: float = 5.0,
+        where: Callable[[dict[str, Any]], bool] = lambda event: True,
     ) -> list[dict[str, Any]]:
-        """The log lines named ``name`` from line ``since_line`` on, waiting up to
-        ``timeout_s`` for ``count`` of them: a line the broker wrote just before closing a
-        socket may not have been parsed yet. Returns what there is when the time is up."""
+        """The log lines named ``name`` (and for which ``where`` holds) from line
+        ``since_line`` on, waiting up to ``timeout_s`` for ``count`` of them: a line the broker
+        wrote just before closing a socket may not have been parsed yet. Returns what there is
+        when the time is up."""
         deadline = time.monotonic() + timeout_s
         while True:
-            found = [e for e in self.lines[since_line:] if e.get("event") == name]
+            found = [e for e in self.lines[since_line:] if e.get("event") == name and where(e)]
             if len(found) >= count or time.monotonic() >= deadline:
                 return found
             time.sleep(0.01)  # the stderr reader thread parses lines as they come

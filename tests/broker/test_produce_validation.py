@@ -217,13 +217,12 @@ def test_a_produce_naming_many_unknown_partitions_logs_one_line(broker: BrokerPr
         assert marker.error_code == ErrorCode.INVALID_REQUIRED_ACKS
     # the module's broker: a line the previous test's request logged may be parsed after
     # first_line was read, so keep the lines about this test's two requests
-    deadline_s = time.monotonic() + 5
-    while True:
-        events = [e for e in broker.lines[first_line:] if e.get("event") == "produce rejected"]
-        if any(e.get("acks") == 5 for e in events) or time.monotonic() > deadline_s:
-            break
-        time.sleep(0.01)
-    ours = [e for e in events if e.get("acks") == 5 or _names(e, "no-such-topic")]
+    ours = broker.wait_for_events(
+        "produce rejected",
+        count=2,
+        since_line=first_line,
+        where=lambda e: e.get("acks") == 5 or _names(e, "no-such-topic"),
+    )
     summary, end = ours  # one line for the 20,000 partitions, then the marker
     assert end.get("acks") == 5, ours
     assert summary["partitions"] == 20_000

@@ -127,12 +127,7 @@ def test_silent_bootstrap_servers_share_the_calls_timeout(
     request_timeout_ms, each given its share of the time left (before, each had a whole
     request_timeout_ms, so the call took four of them and never reached the broker)."""
     broker = broker_factory()
-    silent = []
-    for _ in range(4):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(8)
-        silent.append(sock)
+    silent = [socket.create_server(("127.0.0.1", 0)) for _ in range(4)]
     addresses = [f"127.0.0.1:{s.getsockname()[1]}" for s in silent]
     try:
         client = Client([*addresses, broker.bootstrap], request_timeout_ms=2000)
