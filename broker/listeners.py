@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "SECURITY_PROTOCOLS",
+    "ListenError",
     "Listener",
     "parse_listeners",
     "parse_protocol_map",
@@ -34,6 +35,12 @@ _LISTENER = re.compile(
     r"(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:/\[\]]*):(?P<port>\d+)/?"
 )
 DEFAULT_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
+
+
+class ListenError(Exception):
+    """A listener's address cannot be bound (taken by another process, not this host's, a port
+    below 1024 without the right): the broker does not start. The message names the listener
+    and the system's reason."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from odradek.broker.config import Listener
+from odradek.broker.listeners import ListenError
 
 __all__ = ["serve_metrics"]
 
@@ -41,7 +42,13 @@ async def serve_metrics(
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; ``task_status.started`` gets the bound port."""
-    server = await anyio.create_tcp_listener(local_host=listener.host, local_port=listener.port)
+    try:
+        server = await anyio.create_tcp_listener(local_host=listener.host, local_port=listener.port)
+    except OSError as exc:
+        where = f"{listener.host}:{listener.port}"
+        raise ListenError(
+            f"cannot listen on metrics.listener {where}: {exc.strerror or exc}"
+        ) from None
     async with server:
         port = server.extra(anyio.abc.SocketAttribute.local_port)
         task_status.started(port)

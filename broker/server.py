@@ -49,6 +49,7 @@ from odradek.broker.connection import Apis, Connection, Transport
 from odradek.broker.context import BrokerContext
 from odradek.broker.data import DataApi
 from odradek.broker.groups.api import GroupApi
+from odradek.broker.listeners import ListenError
 from odradek.broker.logs import get_logger
 from odradek.broker.metrics import BrokerMetrics, registry_for
 from odradek.broker.metrics_http import serve_metrics
@@ -128,7 +129,10 @@ class Server:
         sockets: list[tuple[socket.socket, Listener]] = []
         try:
             for bind in self.config.listeners:
-                sock = listen(bind.host, bind.port)
+                try:
+                    sock = listen(bind.host, bind.port)
+                except OSError as exc:
+                    raise ListenError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
                 sockets.append((sock, self._advertise(bind, sock.getsockname()[1])))
             self.listener = sockets[0][1]
             ctx = self._ctx = BrokerContext(self.config, self.manager, self.log, self.metrics)
@@ -346,7 +350,7 @@ def run_server(config: BrokerConfig, *, backend: str = "asyncio") -> None:
         )
     except BaseExceptionGroup as group:  # task groups wrap a start-up failure: unwrap it
         sole = _sole_exception(group)
-        if isinstance(sole, StorageError):
+        if isinstance(sole, StorageError | ListenError):
             raise sole from None
         raise
 

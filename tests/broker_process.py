@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.ports import reserve_port
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -49,10 +51,15 @@ class BrokerProcess:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.overrides = list(overrides)
         self.backend = backend
-        self.requested_port = port
-        # listener name -> port: the first listener takes ``port``, the others ephemeral ones
-        self.requested_ports = {name: port if i == 0 else 0 for i, name in enumerate(listeners)}
-        self.requested_metrics_port = 0
+        # Ports not given are reserved here, out of the kernel's ephemeral range, so that a
+        # restart can bind them again (tests/ports.py).
+        self.requested_port = port or reserve_port()
+        # listener name -> port: the first listener takes ``port``, the others reserved ones
+        self.requested_ports = {
+            name: self.requested_port if i == 0 else reserve_port()
+            for i, name in enumerate(listeners)
+        }
+        self.requested_metrics_port = reserve_port()
         self.env = env
         self.rlimits = dict(rlimits or {})  # resource.RLIMIT_* -> (soft, hard) for the child
         self.program = list(program)  # the `odradek` command: this checkout's, or an installed one
@@ -64,6 +71,7 @@ class BrokerProcess:
         self.raw_lines: list[str] = []
         self.process: subprocess.Popen[str] | None = None
         self._started = threading.Event()
+        self._up: subprocess.Popen[str] | None = None  # the process that logged "broker started"
         self._reader: threading.Thread | None = None
 
     @property
@@ -110,7 +118,7 @@ class BrokerProcess:
         )
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
-        if not self._started.wait(timeout_s) or self.port is None:
+        if not self._started.wait(timeout_s) or self._up is not self.process:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "\n".join(self.raw_lines[-30:]))
         return self
@@ -138,8 +146,10 @@ class BrokerProcess:
                 self.metrics_port = event.get("metrics_port")
                 self.requested_port = self.port  # a restart binds the same port
                 self.requested_metrics_port = self.metrics_port or 0
+                self._up = process
                 self._started.set()
-        self._started.set()  # the process ended: wake a waiting start()
+        if process is self.process:  # (not a killed process whose reader outlived it)
+            self._started.set()  # the process ended: wake a waiting start()
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.lines if e.get("event") == name]

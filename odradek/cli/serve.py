@@ -37,6 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from odradek.broker.config import ConfigError, load_config
+    from odradek.broker.listeners import ListenError
     from odradek.broker.logs import configure_logging, get_logger
     from odradek.broker.server import run_server
     from odradek.storage.errors import StorageError
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         get_logger().warning("configuration ignored", reason=warning)
     try:
         run_server(config, backend=args.backend)
-    except StorageError as exc:
+    except (StorageError, ListenError) as exc:
         get_logger().error("broker failed to start", error=str(exc))
         return 1
     except KeyboardInterrupt:

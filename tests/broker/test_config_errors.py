@@ -3,7 +3,9 @@ naming the key, the value and where it came from; ``ODRADEK_*`` environment over
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -88,6 +90,26 @@ def test_missing_config_file(tmp_path: Path) -> None:
     result = serve("--config", str(tmp_path / "absent.properties"))
     assert result.returncode != 0
     assert str(tmp_path / "absent.properties") in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "scheme"), [("listeners", "PLAINTEXT"), ("metrics.listener", "http")]
+)
+def test_a_port_another_process_holds_is_one_clear_error(
+    tmp_path: Path, key: str, scheme: str
+) -> None:
+    """The start fails (exit 1) with one logged error naming the address and the system's
+    reason, and no traceback."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        override = f"{key}={scheme}://127.0.0.1:{port}"
+        result = serve("--config", str(properties(tmp_path)), "--override", override)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    (failed,) = [e for e in events if e["event"] == "broker failed to start"]
+    assert f"127.0.0.1:{port}: Address already in use" in failed["error"], failed
+    assert key in failed["error"] or f"{scheme}://" in failed["error"], failed
 
 
 class EnvConfiguredBroker(BrokerProcess):

@@ -12,6 +12,7 @@ import pytest
 from odradek.console.app import host_name
 from odradek.console.server import parse_listen
 from tests.broker_process import REPO
+from tests.ports import reserve_port
 
 
 def _console(*args: str) -> subprocess.CompletedProcess[str]:
@@ -62,9 +63,7 @@ def test_an_unreachable_broker_is_a_502_not_a_crash() -> None:
 
     from tests.console.conftest import Console
 
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = reserve_port()  # a port nobody listens on
     console = Console(f"127.0.0.1:{port}")
     try:
         with pytest.raises(urllib.error.HTTPError) as refused:

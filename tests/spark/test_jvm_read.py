@@ -6,13 +6,13 @@ errors that name the option or the broker's address."""
 from __future__ import annotations
 
 import re
-import socket
 from typing import Any
 
 import pytest
 
 from odradek.protocol.record_batch import Compression
 from tests.broker.wire import Wire
+from tests.ports import reserve_port
 from tests.spark.jvm_support import all_rows, bootstrap, both, load
 from tests.spark.spark_support import delete_records, produce
 
@@ -203,9 +203,7 @@ def test_bad_options_fail_naming_the_option(
 
 
 def test_an_unreachable_broker_is_named(spark: Any) -> None:
-    with socket.socket() as s:  # a port nothing listens on once this socket is closed
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = reserve_port()  # a port nothing listens on
     df = load(spark, "odradek-jvm", f"127.0.0.1:{port}", subscribe="anything")
     with pytest.raises(Exception, match=f"cannot connect to the broker at 127.0.0.1:{port}"):
         df.collect()

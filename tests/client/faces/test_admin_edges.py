@@ -34,6 +34,7 @@ from tests.client.faces.conftest import FAST_GROUPS
 from tests.client.faces.driver import Face
 from tests.client.faces.test_edges import until
 from tests.client.faces.test_groups import MEMBER
+from tests.ports import reserve_port
 
 
 def sent_offsets(face: Face, topic: str, count: int, partition: int = 0) -> list[int]:
@@ -237,9 +238,7 @@ def test_delete_records_edges(face: Face, topic: str) -> None:
 
 # -- no broker, a restarted broker -------------------------------------------------------------
 def test_no_broker_answers_within_request_timeout(face: Face) -> None:
-    with socket.socket() as probe:  # a port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = face.with_bootstrap(f"127.0.0.1:{probe.getsockname()[1]}")
+    closed = face.with_bootstrap(f"127.0.0.1:{reserve_port()}")  # a port nobody listens on
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
         mute = face.with_bootstrap(f"127.0.0.1:{silent.getsockname()[1]}")
         for nobody in (closed, mute):
