@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +33,12 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def peer_of(sock: socket.socket) -> str:
+    """The ``peer`` the broker logs for the connection of ``sock`` (its local address)."""
+    host, port = sock.getsockname()[:2]
+    return f"{host}:{port}"
 
 
 class BrokerProcess:

@@ -26,7 +26,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.frames import FrameDecoder
 from odradek.protocol.record_batch import recompute_crc
 from tests.broker.wire import Wire, bad_events, batch, dir_snapshot, fetch_all
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, peer_of
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # socket.request.max.bytes of this module's broker
 VICTIM = "victim"
@@ -48,31 +48,54 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 class Isolation:
+    """The test's view of the module's broker. The broker is shared: a line the previous
+    test's connection caused may be parsed after ``first_line`` was read, so the checks keep
+    the lines about this test's own connections (``peers``) or requests."""
+
     def __init__(self, broker: BrokerProcess) -> None:
         self.broker = broker
         self.first_line = len(broker.lines)
+        self.peers: set[str] = set()  # every connection this test opened, as the broker logs it
         self.reasons_read = 0  # closing connection events already returned
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.broker.lines[self.first_line :] if e.get("event") == name]
 
-    def wait_for(self, name: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
-        """The broker's log lines named ``name`` since the test began (waits for one)."""
-        found = self.broker.wait_for_events(name, since_line=self.first_line, timeout_s=timeout_s)
+    def ours(self, event: dict[str, Any]) -> bool:
+        """Whether ``event`` is about one of this test's connections."""
+        return event.get("peer") in self.peers
+
+    def wait_for(
+        self,
+        name: str,
+        where: Callable[[dict[str, Any]], bool],
+        timeout_s: float = 5.0,
+    ) -> list[dict[str, Any]]:
+        """The broker's log lines named ``name`` since the test began for which ``where``
+        holds (waits for one)."""
+        found = self.broker.wait_for_events(
+            name, since_line=self.first_line, timeout_s=timeout_s, where=where
+        )
         assert found, f"no {name!r} event; got {self.broker.lines[self.first_line :]}"
         return found
 
     def closed_reason(self) -> str:
-        """The reason of the next connection closed since the last call (waits for it)."""
+        """The reason of the next of this test's connections closed since the last call
+        (waits for it)."""
         self.reasons_read += 1
         found = self.broker.wait_for_events(
-            "closing connection", count=self.reasons_read, since_line=self.first_line
+            "closing connection",
+            count=self.reasons_read,
+            since_line=self.first_line,
+            where=self.ours,
         )
         assert len(found) >= self.reasons_read, f"no new 'closing connection' in {found}"
         return found[self.reasons_read - 1]["reason"]
 
     def connect(self) -> Wire:
-        return Wire(self.broker.port)  # type: ignore[arg-type]
+        wire = Wire(self.broker.port)  # type: ignore[arg-type]
+        self.peers.add(peer_of(wire.sock))
+        return wire
 
 
 @pytest.fixture
@@ -198,7 +221,7 @@ def test_unsupported_version_is_answered_and_the_connection_stays(isolated: Isol
         produce = wire.call(request, raw)
         assert produce.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert wire.call(m.ApiVersionsRequest(correlation_id=0)).error_code == 0
-    assert isolated.wait_for("unsupported request version")
+    assert isolated.wait_for("unsupported request version", where=isolated.ours)
 
 
 def test_every_known_api_is_answered(isolated: Isolation) -> None:
@@ -228,7 +251,11 @@ def test_invalid_topic_names_in_produce(isolated: Isolation, target: BrokerProce
         response = produce_error(wire, [(name, 0, batch(1)) for name in names])
     assert partition_codes(response) == [ErrorCode.INVALID_TOPIC_EXCEPTION] * len(names)
     assert not (target.log_dirs[0].parent / "escape-0").exists()
-    assert isolated.wait_for("produce rejected")
+    # "produce rejected" names no connection: its examples name the topics
+    assert isolated.wait_for(
+        "produce rejected",
+        where=lambda e: any(x.get("topic") in names for x in e.get("examples", [])),
+    )
 
 
 def test_unknown_topic_and_partition_in_produce(isolated: Isolation) -> None:
