@@ -11,7 +11,8 @@ and drives a :class:`~odradek.client.fetcher.Fetcher`. Its operations are genera
 - :class:`Notify`: run a rebalance callback (``on_revoked`` / ``on_assigned``) with a set of
   partitions (an exception it raises is thrown back in and ends the operation).
 
-Rebalance protocol (Kafka's, over the broker's server-side assignment, docs/protocol.md):
+Rebalance protocol (Kafka's, over the broker's server-side assignment, docs/protocol.md;
+rules 2 and 3 are :func:`odradek.client.rebalance.rebalance_op`):
 
 1. ``rejoin_needed`` is set by ``subscribe``, a heartbeat answering ``REBALANCE_IN_PROGRESS``
    / ``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID``, a failed commit of the same kind, or a
@@ -43,25 +44,18 @@ from typing import Any
 
 from odradek.client.config import ConsumerConfig
 from odradek.client.core import backoff_ms
-from odradek.client.drivers import Notify, Sleep
-from odradek.client.errors import (
-    CommitFailedError,
-    KafkaConnectionError,
-    KafkaError,
-    KafkaTimeoutError,
-)
+from odradek.client.drivers import Sleep
+from odradek.client.errors import CommitFailedError, KafkaError
 from odradek.client.fetcher import Fetcher
 from odradek.client.group_ops import (
     OffsetAndMetadata,
     commit_offsets_op,
-    fetch_offsets_op,
     heartbeat_op,
-    join_op,
     leave_op,
     normalize_offsets,
-    sync_op,
 )
 from odradek.client.ops import Op, metadata_op
+from odradek.client.rebalance import REJOIN_CODES, rebalance_op
 from odradek.client.types import TopicPartition
 from odradek.protocol.errors import ErrorCode
 
@@ -69,11 +63,6 @@ __all__ = ["GroupMember"]
 
 log = logging.getLogger(__name__)
 
-_REJOIN_CODES = {
-    ErrorCode.REBALANCE_IN_PROGRESS,
-    ErrorCode.ILLEGAL_GENERATION,
-    ErrorCode.UNKNOWN_MEMBER_ID,
-}
 _FENCED_CODES = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID}  # CommitFailedError
 Callback = Callable[[set[TopicPartition]], Any]
 
@@ -186,10 +175,10 @@ class GroupMember:
         if self.subscribed and self.pattern is not None and now >= self.next_metadata_s:
             yield from self._check_pattern_op()
         if self.subscribed and self.rejoin_needed:
-            yield from self._rebalance_op()
+            yield from rebalance_op(self)
         if self.enable_auto_commit and self.clock() >= self.next_commit_s:
             self.next_commit_s = self.clock() + self.config.auto_commit_interval_ms / 1000
-            yield from self._commit_quietly_op(self.consumed())
+            yield from self.commit_quietly_op(self.consumed())
 
     def _check_pattern_op(self) -> Op[None]:
         assert self.pattern is not None
@@ -209,89 +198,7 @@ class GroupMember:
             self.topics = topics
             self.rejoin_needed = True
 
-    # -- rebalance -----------------------------------------------------------------------------
-    def _rebalance_op(self) -> Op[None]:
-        if self.assignment and (not self.cooperative or self.generation < 0):  # < 0: lost
-            yield from self._revoke_op(set(self.assignment))
-        failures = 0
-        self.joining = True
-        try:
-            while True:
-                self.rejoin_needed = False  # a heartbeat may set it again meanwhile
-                if self.reset_member:
-                    self.reset_member = False
-                    self.member_id, self.generation = "", -1
-                try:
-                    new, committed = yield from self._join_and_sync_op()
-                    break
-                except KafkaError as exc:
-                    self.rejoin_needed = True
-                    delay_s = self._membership_error(exc, failures)
-                    failures += 1
-                    if delay_s:
-                        yield Sleep(delay_s)
-        except BaseException:  # abandoned (cancelled, interrupted, fatal): join again next time
-            self.rejoin_needed = True
-            raise
-        finally:
-            self.joining = False
-        revoked = self.assignment - new
-        if revoked:  # cooperative: only what moved away
-            yield from self._revoke_op(revoked)
-        added = new - self.assignment
-        self.assignment = new
-        self.fetcher.assign(new)  # positions of kept partitions stay
-        for tp in added:
-            hit = committed.get(tp)
-            if hit is not None:
-                self.fetcher.seek(tp, hit.offset)
-                self.last_committed[tp] = hit.offset
-        self.next_heartbeat_s = self.clock() + self.heartbeat_interval_s
-        log.info(
-            "group %s: generation %d, member %s, assigned %s",
-            self.group_id,
-            self.generation,
-            self.member_id,
-            sorted(new),
-        )
-        if self.on_assigned is not None:
-            yield Notify(self.on_assigned, added)
-
-    def _join_and_sync_op(
-        self,
-    ) -> Op[tuple[set[TopicPartition], dict[TopicPartition, OffsetAndMetadata | None]]]:
-        joined = yield from join_op(self)
-        self.member_id, self.generation = joined.member_id, joined.generation_id
-        self.protocol_name = joined.protocol_name
-        new = yield from sync_op(self)
-        added = new - self.assignment
-        committed = (yield from fetch_offsets_op(self.group_id, added)) if added else {}
-        return new, committed
-
-    def _membership_error(self, exc: KafkaError, failures: int) -> float:
-        """How long to wait before joining again after ``exc``; raises if it is fatal."""
-        if exc.code in _REJOIN_CODES:
-            if exc.code != ErrorCode.REBALANCE_IN_PROGRESS:
-                self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
-                self.generation = -1
-            return 0.0
-        if exc.retriable or isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
-            log.warning("group %s: join failed, retrying: %s", self.group_id, exc)
-            return self._backoff_s(failures)
-        raise exc
-
-    def _revoke_op(self, partitions: set[TopicPartition]) -> Op[None]:
-        """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
-        self.release()
-        if self.enable_auto_commit and self.generation >= 0:
-            offsets = {tp: off for tp, off in self.consumed().items() if tp in partitions}
-            yield from self._commit_quietly_op(offsets)
-        if self.on_revoked is not None:
-            yield Notify(self.on_revoked, set(partitions))
-        self.assignment -= partitions
-        self.fetcher.assign(self.assignment)
-
-    def _backoff_s(self, failures: int) -> float:
+    def backoff_s(self, failures: int) -> float:
         cfg = self.config
         return backoff_ms(failures, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
 
@@ -345,7 +252,7 @@ class GroupMember:
                 )
                 break
             except KafkaError as exc:
-                if exc.code in _REJOIN_CODES and self.subscribed and not self.joining:
+                if exc.code in REJOIN_CODES and self.subscribed and not self.joining:
                     self.rejoin_needed = True
                     self.reset_member = exc.code == ErrorCode.UNKNOWN_MEMBER_ID
                 if exc.code in _FENCED_CODES:
@@ -355,12 +262,12 @@ class GroupMember:
                     ) from exc
                 if not exc.retriable or self.clock() >= deadline:
                     raise
-            yield Sleep(self._backoff_s(failures))
+            yield Sleep(self.backoff_s(failures))
             failures += 1
         for tp, om in normal.items():
             self.last_committed[tp] = om.offset
 
-    def _commit_quietly_op(self, offsets: Mapping[TopicPartition, int]) -> Op[None]:
+    def commit_quietly_op(self, offsets: Mapping[TopicPartition, int]) -> Op[None]:
         """An automatic commit: only what moved since the last commit; failures are logged."""
         changed = {tp: off for tp, off in offsets.items() if self.last_committed.get(tp) != off}
         if not changed or self.left_idle:  # rule 5: its partitions may be others' by now
@@ -402,7 +309,7 @@ class GroupMember:
     def close_op(self) -> Op[None]:
         """Commit (auto-commit), then leave the group; errors are logged, not raised."""
         if self.enable_auto_commit:
-            yield from self._commit_quietly_op(self.consumed())
+            yield from self.commit_quietly_op(self.consumed())
         yield from self.leave_op()
 
     def leave_op(self) -> Op[None]:
