@@ -80,6 +80,7 @@ class NativeSession:
                 m.SyncGroupRequest: groups.membership.sync_group,
                 m.OffsetCommitRequest: groups.offsets.offset_commit,
                 m.DeleteGroupsRequest: groups.admin.delete_groups,
+                m.OffsetDeleteRequest: groups.offsets.offset_delete,
             }
 
     async def dispatch(self, body: bytes) -> None:

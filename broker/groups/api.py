@@ -4,8 +4,9 @@ every write to ``__consumer_offsets``.
 The request handlers are three families over one :class:`GroupApi`, each in a module of its
 own: :attr:`GroupApi.membership` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup:
 :mod:`~odradek.broker.groups.api_membership`), :attr:`GroupApi.offsets` (OffsetCommit,
-OffsetFetch: :mod:`~odradek.broker.groups.api_offsets`) and :attr:`GroupApi.admin` (ListGroups,
-DescribeGroups, DeleteGroups: :mod:`~odradek.broker.groups.api_admin`).
+OffsetFetch, OffsetDelete: :mod:`~odradek.broker.groups.api_offsets`) and
+:attr:`GroupApi.admin` (ListGroups, DescribeGroups, DeleteGroups:
+:mod:`~odradek.broker.groups.api_admin`).
 
 Everything here runs on the event loop, as Produce does: a record for ``__consumer_offsets`` is
 appended through the same :meth:`Log.append` path, then made durable by the group commit
@@ -285,12 +286,18 @@ class GroupApi:
 
     async def _remove_offsets(self, by_group: dict[str, list[TopicPartition]]) -> None:
         for group_id, tps in by_group.items():
-            if not tps:
-                continue
-            keys = [encode_offset_key(OffsetKey(group_id, t, p)) for t, p in tps]
-            first, code = await self._append(group_id, [(k, None) for k in keys])
-            if not code:
-                self.store.remove(group_id, tps, first)
+            await self.remove_offsets(group_id, tps)
+
+    async def remove_offsets(self, group_id: str, tps: list[TopicPartition]) -> ErrorCode:
+        """Tombstones for ``tps`` in one durable batch, then they leave the store: NONE, or
+        the error every one of them failed with."""
+        if not tps:
+            return E.NONE
+        keys = [encode_offset_key(OffsetKey(group_id, t, p)) for t, p in tps]
+        first, code = await self._append(group_id, [(k, None) for k in keys])
+        if not code:
+            self.store.remove(group_id, tps, first)
+        return code
 
     async def commit_offsets(
         self, group_id: str, entries: list[tuple[TopicPartition, OffsetValue, str | None]]

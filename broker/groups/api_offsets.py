@@ -1,4 +1,5 @@
-"""OffsetCommit and OffsetFetch: a group's committed offsets, checked, stored and read back.
+"""OffsetCommit, OffsetFetch and OffsetDelete: a group's committed offsets, checked, stored,
+read back and deleted.
 
 A commit is checked here (the group's READ, the member's generation, each partition's topic
 READ, that the partition exists, Kafka's ``offset.metadata.max.bytes``); what passes is written
@@ -7,6 +8,14 @@ as one batch to ``__consumer_offsets`` and applied in memory by
 durable, so each partition of the request succeeds or fails with that one batch. A fetch reads
 the in-memory :class:`~odradek.broker.groups.store.OffsetStore`; a topic the caller may not
 DESCRIBE is never listed.
+
+OffsetDelete (KIP-496, ``kafka-consumer-groups --delete-offsets``) needs DELETE on the group
+(else the whole request fails) and READ on each topic. A group that does not exist answers
+``GROUP_ID_NOT_FOUND``; an active group keeps the offsets of the topics its members subscribe
+to (``GROUP_SUBSCRIBED_TO_TOPIC`` for each of their partitions), and an active group that is
+not a "consumer" group keeps all of them (``NON_EMPTY_GROUP``). The offsets that go are
+tombstoned in one durable batch before the answer; a partition with nothing committed answers
+NONE, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -82,6 +91,39 @@ class OffsetApi:
                 for *_, result in accepted:
                     result.error_code = code
         return m.OffsetCommitResponse(correlation_id=req.correlation_id, topics=results)
+
+    async def offset_delete(self, req: m.OffsetDeleteRequest) -> m.OffsetDeleteResponse:
+        groups = self.groups
+        if not allowed(Operation.DELETE, ResourceType.GROUP, req.group_id):
+            return error_reply(m.OffsetDeleteResponse, req, E.GROUP_AUTHORIZATION_FAILED)
+        code = groups.availability(req.group_id)
+        subscribed: set[str] = set()
+        if not code:
+            code, subscribed = groups.coordinator.offsets_deletable(req.group_id)
+        if code:
+            return error_reply(m.OffsetDeleteResponse, req, code)
+        committed = groups.store.committed(req.group_id)
+        logs = groups.ctx.manager.partitions.logs
+        topics, doomed = [], []
+        for topic in req.topics:
+            results = []
+            for partition in topic.partition_indexes:
+                result = m.OffsetCommitPartitionResponse(partition_index=partition)
+                tp = (topic.name, partition)
+                if not allowed(Operation.READ, ResourceType.TOPIC, topic.name):
+                    result.error_code = E.TOPIC_AUTHORIZATION_FAILED
+                elif tp not in logs:
+                    result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
+                elif topic.name in subscribed:
+                    result.error_code = E.GROUP_SUBSCRIBED_TO_TOPIC
+                elif tp in committed:
+                    doomed.append((tp, result))
+                results.append(result)
+            topics.append(m.OffsetCommitTopicResponse(name=topic.name, partitions=results))
+        if doomed and (code := await groups.remove_offsets(req.group_id, [tp for tp, _ in doomed])):
+            for _, result in doomed:
+                result.error_code = code
+        return m.OffsetDeleteResponse(correlation_id=req.correlation_id, topics=topics)
 
     async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
         if not allowed(Operation.DESCRIBE, ResourceType.GROUP, req.group_id):

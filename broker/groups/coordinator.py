@@ -343,6 +343,22 @@ class GroupCoordinator:
             return E.NON_EMPTY_GROUP
         return E.NONE
 
+    def offsets_deletable(self, group_id: str) -> tuple[ErrorCode, set[str]]:
+        """OffsetDelete's check (Kafka's ``validateOffsetDelete``): the error of the whole
+        request, or NONE and the topics whose offsets must stay, those the group's members
+        subscribe to (none once the group is Empty). An active group of another protocol type
+        than "consumer" ("connect") keeps every offset: its topics are not known."""
+        if not group_id:
+            return E.INVALID_GROUP_ID, set()
+        group = self.groups.get(group_id)
+        if group is None or group.state == GroupState.DEAD:
+            return E.GROUP_ID_NOT_FOUND, set()
+        if group.state == GroupState.EMPTY:
+            return E.NONE, set()
+        if group.protocol_type != "consumer":
+            return E.NON_EMPTY_GROUP, set()
+        return E.NONE, group.subscribed_topics()
+
     def forget(self, group_id: str) -> None:
         group = self.groups.get(group_id)
         if group is not None and group.state == GroupState.EMPTY:

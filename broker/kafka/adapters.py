@@ -98,6 +98,7 @@ def build_routes(conn: Connection) -> Routes:
             "ListGroups": Route(groups.list_groups),
             "DescribeGroups": Route(groups.describe_groups),
             "DeleteGroups": Route(groups.delete_groups, waits=True),
+            "OffsetDelete": Route(groups.offset_delete, waits=True),
         }
     by_key = {key: by_name[api.name] for key, api in kafka.APIS.items() if api.name in by_name}
     unknown = by_name.keys() - {api.name for api in kafka.APIS.values()}

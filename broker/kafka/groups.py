@@ -1,6 +1,6 @@
 """Kafka's consumer-group APIs onto the shared coordinator (:class:`GroupApi`):
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-ListGroups, DescribeGroups, DeleteGroups.
+ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
 
 Kafka clients assign partitions themselves (the classic protocol's client-side assignment):
 JoinGroup carries each member's protocols with their metadata bytes and the leader's
@@ -267,3 +267,24 @@ class GroupApis:
             )
         )
         return {"throttle_time_ms": 0, "results": plain(native)["results"]}
+
+    async def offset_delete(self, header: RequestHeader, req: dict[str, Any]) -> dict:
+        native = await self.groups.offsets.offset_delete(
+            m.OffsetDeleteRequest(
+                correlation_id=header.correlation_id,
+                group_id=req["group_id"],
+                topics=[
+                    m.OffsetFetchTopic(
+                        name=t["name"],
+                        partition_indexes=[p["partition_index"] for p in t["partitions"]],
+                    )
+                    for t in req["topics"]
+                ],
+            )
+        )
+        fields = plain(native)
+        return {
+            "error_code": fields["error_code"],
+            "throttle_time_ms": 0,
+            "topics": fields["topics"],
+        }

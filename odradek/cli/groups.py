@@ -1,4 +1,4 @@
-"""``odradek groups list|describe|reset-offsets|delete``: kafka-consumer-groups.sh.
+"""``odradek groups list|describe|reset-offsets|delete-offsets|delete``: kafka-consumer-groups.sh.
 
 ``describe G`` prints, per partition the group has committed or been assigned, Kafka's table
 ``GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID``
@@ -6,7 +6,9 @@
 ``--state`` the group's state, assignor and size. ``reset-offsets`` computes new offsets for
 the partitions of ``--topic T[:P,P...]`` (clamped to the log's start and end, as Kafka does)
 and prints them; only ``--execute`` commits them, and only for an inactive group (``Empty``
-or unknown), as Kafka refuses a reset of a group with members. Also holds the group side of
+or unknown), as Kafka refuses a reset of a group with members. ``delete-offsets`` deletes the
+committed offsets of the partitions of ``--topic`` (those of topics an active member subscribes
+to stay: GROUP_SUBSCRIBED_TO_TOPIC). Also holds the group side of
 ``odradek consume --group`` (:func:`consume_group`).
 """
 
@@ -59,11 +61,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--dry-run", action="store_true", help="only print them (the default)")
     reset.set_defaults(func=_reset)
 
+    forget = actions.add_parser("delete-offsets", help="delete a group's offsets of some topics")
+    forget.add_argument("group")
+    forget.add_argument(
+        "--topic", required=True, action="append", help="TOPIC or TOPIC:P,P,... (repeatable)"
+    )
+    forget.set_defaults(func=_delete_offsets)
+
     delete = actions.add_parser("delete", help="delete inactive groups and their offsets")
     delete.add_argument("groups", nargs="+", metavar="GROUP")
     delete.set_defaults(func=_delete)
 
-    for sub in (listing, describe, reset, delete):
+    for sub in (listing, describe, reset, forget, delete):
         add_bootstrap(sub)
 
 
@@ -259,7 +268,21 @@ def _parse_datetime_ms(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-# ---- delete ----------------------------------------------------------------------------------
+# ---- delete-offsets, delete ------------------------------------------------------------------
+def _delete_offsets(args: argparse.Namespace) -> int:
+    def body() -> int:
+        with _admin(args) as admin:
+            partitions = _partitions(admin, args.topic)
+            admin.delete_group_offsets(args.group, partitions)
+        print(f"Request succeed for deleting offsets from group {args.group}.\n")
+        rows = [("TOPIC", "PARTITION", "STATUS")]
+        rows += [(tp.topic, tp.partition, "Successful") for tp in sorted(partitions)]
+        print(table(rows))
+        return 0
+
+    return run_reported("groups", body)
+
+
 def _delete(args: argparse.Namespace) -> int:
     def body() -> int:
         with _admin(args) as admin:

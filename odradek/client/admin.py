@@ -325,6 +325,16 @@ class AdminCore:
         -1; an active group answers ``UnknownMemberIdError``)."""
         return group_ops.commit_offsets_op(group_id, group_ops.normalize_offsets(offsets))
 
+    @operation
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> Op[None]:
+        """Delete the group's committed offsets of ``partitions`` (Kafka's OffsetDelete, as
+        ``kafka-consumer-groups --delete-offsets``): its consumers then start there by
+        ``auto_offset_reset``. Raises ``GroupIdNotFoundError``; ``NonEmptyGroupError`` for an
+        active group that is not a consumer group; then the first per-partition error:
+        ``GroupSubscribedToTopicError`` (an active member subscribes to the topic),
+        ``UnknownTopicOrPartitionError`` (the other partitions' offsets are deleted)."""
+        return group_ops.delete_offsets_op(group_id, partitions)
+
 
 @blocking_face
 class Admin(AdminCore):

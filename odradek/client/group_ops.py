@@ -1,6 +1,6 @@
 """Consumer-group operations as sans-I/O generators (see :mod:`odradek.client.ops`): the membership
 calls a consumer makes (JoinGroup with the KIP-394 member-id round trip, SyncGroup, Heartbeat,
-LeaveGroup), offsets (OffsetCommit, OffsetFetch) and the group administration calls
+LeaveGroup), offsets (OffsetCommit, OffsetFetch, OffsetDelete) and the group administration calls
 (ListGroups, DescribeGroups, DeleteGroups) that :class:`odradek.client.admin.Admin` exposes.
 
 Errors: a top-level error code is raised as its :mod:`odradek.client.errors` class (``check``);
@@ -35,6 +35,7 @@ __all__ = [
     "MemberDescription",
     "OffsetAndMetadata",
     "commit_offsets_op",
+    "delete_offsets_op",
     "fetch_offsets_op",
     "heartbeat_op",
     "join_op",
@@ -210,10 +211,7 @@ def fetch_offsets_op(
     ``partitions=None`` returns every partition the group has committed."""
     topics = None
     if partitions is not None:
-        topics = [
-            m.OffsetFetchTopic(name=t, partition_indexes=[p for p, _ in ps])
-            for t, ps in group_by_topic((tp, None) for tp in partitions).items()
-        ]
+        topics = _offset_topics(partitions)
         if not topics:
             return {}
     resp, _ = yield Call(m.OffsetFetchRequest(correlation_id=0, group_id=group_id, topics=topics))
@@ -223,3 +221,22 @@ def fetch_offsets_op(
         else None
         for tp, part in response_partitions(resp, f"{group_id}: ")
     }
+
+
+def delete_offsets_op(group_id: str, partitions: Iterable[TopicPartition]) -> Op[None]:
+    """OffsetDelete: the group's committed offsets of ``partitions`` are deleted. Raises the
+    top-level error (``GroupIdNotFoundError``, ``NonEmptyGroupError``), then the first
+    per-partition one (``GroupSubscribedToTopicError``, ``UnknownTopicOrPartitionError``):
+    the partitions without an error lost their offsets all the same."""
+    topics = _offset_topics(partitions)
+    if not topics:
+        return
+    resp, _ = yield Call(m.OffsetDeleteRequest(correlation_id=0, group_id=group_id, topics=topics))
+    list(response_partitions(resp, f"{group_id}: "))  # raises the first error
+
+
+def _offset_topics(partitions: Iterable[TopicPartition]) -> list[m.OffsetFetchTopic]:
+    return [
+        m.OffsetFetchTopic(name=t, partition_indexes=[p for p, _ in ps])
+        for t, ps in group_by_topic((tp, None) for tp in partitions).items()
+    ]

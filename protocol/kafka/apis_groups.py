@@ -1,5 +1,5 @@
 """The consumer-group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
 
 Layouts per :mod:`odradek.protocol.kafka.schema`, transcribed from Apache Kafka's message
 definitions and cut to the versions spoken here (each ``Api``'s range).
@@ -323,6 +323,43 @@ DELETE_GROUPS = Api(
             ArrayOf(
                 F("group_id", STRING, "0+"),
                 F("error_code", INT16, "0+"),
+            ),
+            "0+",
+        ),
+    ),
+)
+
+OFFSET_DELETE = Api(
+    47,
+    "OffsetDelete",
+    (0, 0),
+    flexible=None,
+    request=(
+        F("group_id", STRING, "0+"),
+        F(
+            "topics",
+            ArrayOf(
+                F("name", STRING, "0+"),
+                F("partitions", ArrayOf(F("partition_index", INT32, "0+")), "0+"),
+            ),
+            "0+",
+        ),
+    ),
+    response=(
+        F("error_code", INT16, "0+"),
+        F("throttle_time_ms", INT32, "0+"),
+        F(
+            "topics",
+            ArrayOf(
+                F("name", STRING, "0+"),
+                F(
+                    "partitions",
+                    ArrayOf(
+                        F("partition_index", INT32, "0+"),
+                        F("error_code", INT16, "0+"),
+                    ),
+                    "0+",
+                ),
             ),
             "0+",
         ),

@@ -49,6 +49,7 @@ class ApiKey(IntEnum):
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
     SASL_HANDSHAKE = 17
     SASL_AUTHENTICATE = 36
     ALTER_CONFIGS = 44  # incremental (set/delete): Kafka's IncrementalAlterConfigs key

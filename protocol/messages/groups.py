@@ -1,5 +1,5 @@
 """Messages of the consumer-group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups.
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete.
 
 A member is one of two kinds (a group holds only one):
 
@@ -245,3 +245,13 @@ class DeletableGroupResult(_Item, kw_only=True):
 
 class DeleteGroupsResponse(Response, tag=42, kw_only=True):
     results: list[DeletableGroupResult] = []
+
+
+class OffsetDeleteRequest(Request, tag=47, kw_only=True):
+    group_id: Str
+    topics: list[OffsetFetchTopic] = []  # the partitions whose committed offsets go
+
+
+class OffsetDeleteResponse(Response, tag=47, kw_only=True):
+    # per partition: NONE (deleted, or none was committed) or why its offset stays
+    topics: list[OffsetCommitTopicResponse] = []

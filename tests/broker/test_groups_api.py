@@ -417,3 +417,50 @@ def test_partitions_split_without_overlap_or_gap_for_1_to_p_plus_1_members(
             assert sizes[-1] - sizes[0] <= 1
         for member in members:
             member.close()
+
+
+def test_offset_delete(broker_factory: Callable[..., BrokerProcess]) -> None:
+    """OffsetDelete (KIP-496): an active group keeps the offsets of its subscribed topic and
+    loses the others; once Empty it loses those too; the tombstones survive SIGKILL."""
+    broker = broker_factory(overrides=FAST)
+    admin = Wire(broker.port)
+    admin.create_topic("t", 2)
+    admin.create_topic("u", 1)
+    a = Member(broker.port, "g", ["t"], session_timeout_ms=30_000)
+    a.get_id()
+    form_generation(a)
+    assert a.commit({("t", 0): 5, ("t", 1): 6, ("u", 0): 7}) == E.NONE
+
+    def delete(group: str, *tps: tuple[str, int]) -> tuple[int, dict[tuple[str, int], int]]:
+        topics: dict[str, list[int]] = {}
+        for topic, partition in tps:
+            topics.setdefault(topic, []).append(partition)
+        request = m.OffsetDeleteRequest(
+            correlation_id=0,
+            group_id=group,
+            topics=[m.OffsetFetchTopic(name=t, partition_indexes=ps) for t, ps in topics.items()],
+        )
+        reply = admin.call(request)
+        codes = {
+            (t.name, p.partition_index): p.error_code for t in reply.topics for p in t.partitions
+        }
+        return reply.error_code, codes
+
+    assert delete("g", ("t", 0), ("u", 0), ("u", 9), ("absent", 0)) == (
+        E.NONE,
+        {
+            ("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC,
+            ("u", 0): E.NONE,
+            ("u", 9): E.UNKNOWN_TOPIC_OR_PARTITION,
+            ("absent", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+        },
+    )
+    assert fetch_offsets(admin, "g") == {("t", 0): 5, ("t", 1): 6}
+    assert delete("unknown", ("t", 0)) == (E.GROUP_ID_NOT_FOUND, {})
+    assert delete("", ("t", 0)) == (E.INVALID_GROUP_ID, {})
+    a.leave()
+    assert delete("g", ("t", 1), ("u", 0)) == (E.NONE, {("t", 1): E.NONE, ("u", 0): E.NONE})
+    assert fetch_offsets(admin, "g") == {("t", 0): 5}
+    broker.kill()
+    broker.start()
+    assert fetch_offsets(Wire(broker.port), "g") == {("t", 0): 5}

@@ -140,7 +140,7 @@ def test_consume_with_a_group_commits_on_ctrl_c(server: BrokerProcess) -> None:
         assert admin.describe_groups(["cc-g"])[0].state == "Empty"
 
 
-def test_describe_reset_offsets_and_delete(
+def test_describe_reset_offsets_delete_offsets_and_delete(
     groups_cmd: Callable[..., Result], server: BrokerProcess
 ) -> None:
     odradek = groups_cmd
@@ -171,6 +171,8 @@ def test_describe_reset_offsets_and_delete(
     assert refused.status == 1 and "current state is Stable" in refused.err
     deleted = odradek("groups", "delete", "rs-g")
     assert deleted.status == 1 and "NonEmptyGroupError" in deleted.err
+    subscribed = odradek("groups", "delete-offsets", "rs-g", "--topic", "rs")
+    assert subscribed.status == 1 and "GroupSubscribedToTopicError" in subscribed.err
     consumer.close()
 
     def reset(*how: str) -> list[list[str]]:
@@ -195,6 +197,13 @@ def test_describe_reset_offsets_and_delete(
     one = odradek("groups", "reset-offsets", "rs-g", "--topic", "rs:1", "--to-latest", "--execute")
     assert [r[2:] for r in rows(one.out)] == [["1", "10"]]
     assert current() == ["0", "10"]
+    assert odradek("groups", "delete-offsets", "rs-g", "--topic", "rs:1") == Result(
+        0,
+        "Request succeed for deleting offsets from group rs-g.\n\n"
+        "TOPIC  PARTITION  STATUS\nrs     1          Successful\n",
+        "",
+    )
+    assert current() == ["0"]  # rs-1: nothing committed, no member
 
     assert odradek("groups", "delete", "rs-g") == Result(
         0, "Deletion of requested consumer groups ('rs-g') was successful.\n", ""

@@ -1,10 +1,12 @@
 """The group and log-dir admin calls through the unmodified Kafka clients' admin APIs
-(ListGroups, DescribeGroups, OffsetFetch for a whole group, DeleteGroups, DescribeLogDirs),
-checked against what the odradek Admin sees of the same groups."""
+(ListGroups, DescribeGroups, OffsetFetch for a whole group, DeleteGroups, OffsetDelete,
+DescribeLogDirs), checked against what the odradek Admin sees of the same groups."""
 
 from __future__ import annotations
 
-from odradek import Admin
+import pytest
+
+from odradek import Admin, NewTopic, TopicPartition
 from tests.broker.kafka.clients import KafkaClient
 from tests.broker.kafka.group_clients import commit_assigned, start_member
 from tests.broker.kafka.test_groups import fill
@@ -12,6 +14,7 @@ from tests.broker_process import BrokerProcess, wait_until
 
 GROUP_ID_NOT_FOUND = 69
 NON_EMPTY_GROUP = 68
+GROUP_SUBSCRIBED_TO_TOPIC = 86
 
 
 def test_list_describe_offsets_and_delete(
@@ -46,6 +49,55 @@ def test_list_describe_offsets_and_delete(
         assert idle not in client.list_groups()
     finally:
         member.close()
+
+
+def test_delete_group_offsets_through_kafka_python(
+    shared_broker: BrokerProcess, odradek_admin: Admin, topic: str
+) -> None:
+    """kafka-python's ``delete_group_offsets`` (OffsetDelete, KIP-496; the other two clients
+    have no such call): an inactive group's offsets go, the others stay; a live group keeps the
+    offsets of the topic its member subscribes to and loses the others; an unknown group is
+    not found."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KafkaTopicPartition
+    from kafka.errors import GroupIdNotFoundError, GroupSubscribedToTopicError, NoError
+
+    bootstrap = shared_broker.bootstrap
+    read, other = f"{topic}-read", f"{topic}-other"
+    odradek_admin.create_topics([NewTopic(read, 2), NewTopic(other, 1)])
+    fill(bootstrap, read, 2, 3)
+    idle, live = f"idle-{topic}", f"live-{topic}"
+    everything = {
+        TopicPartition(read, 0): 1,
+        TopicPartition(read, 1): 2,
+        TopicPartition(other, 0): 0,
+    }
+    for group in (idle, live):
+        odradek_admin.alter_group_offsets(group, everything)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    member = start_member("confluent", bootstrap, live, [read])
+    try:
+        answer = admin.delete_group_offsets(idle, [KafkaTopicPartition(read, 1)])
+        assert answer == {KafkaTopicPartition(read, 1): NoError}
+        assert {tp: om.offset for tp, om in odradek_admin.list_group_offsets(idle).items()} == {
+            TopicPartition(read, 0): 1,
+            TopicPartition(other, 0): 0,
+        }
+        assert wait_until(lambda: member.assigned == {(read, 0), (read, 1)}, 20), member.errors
+        answer = admin.delete_group_offsets(
+            live, [KafkaTopicPartition(read, 0), KafkaTopicPartition(other, 0)]
+        )
+        assert answer == {
+            KafkaTopicPartition(read, 0): GroupSubscribedToTopicError,
+            KafkaTopicPartition(other, 0): NoError,
+        }
+        assert TopicPartition(other, 0) not in odradek_admin.list_group_offsets(live)
+        assert TopicPartition(read, 0) in odradek_admin.list_group_offsets(live)
+        with pytest.raises(GroupIdNotFoundError):
+            admin.delete_group_offsets(f"never-{topic}", [KafkaTopicPartition(read, 0)])
+    finally:
+        member.close()
+        admin.close()
 
 
 def test_describe_log_dirs_through_kafka_python(

@@ -252,6 +252,13 @@ CASES: dict[str, Case] = {
         Operation.DELETE,
         lambda w, r: call(w, "DeleteGroups", {"groups_names": [r]})["results"][0]["error_code"],
     ),
+    "OffsetDelete": (  # and READ on each topic (an unknown one here: not reached)
+        ResourceType.GROUP,
+        Operation.DELETE,
+        lambda w, r: call(
+            w, "OffsetDelete", {"group_id": r, "topics": [{"name": r, "partitions": []}]}
+        )["error_code"],
+    ),
     "DescribeLogDirs": (
         ResourceType.CLUSTER,
         Operation.DESCRIBE,

@@ -1,11 +1,15 @@
 """Consumer groups, the same on every face: subscribe, commit and committed offsets (the next
-offset to read), resuming from a commit, auto-commit on close, leaving the group."""
+offset to read), resuming from a commit, auto-commit on close, leaving the group, deleting a
+group's offsets."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
+
 from odradek.client import NewTopic, OffsetAndMetadata, TopicPartition
+from odradek.client.errors import GroupIdNotFoundError, GroupSubscribedToTopicError
 from tests.client.faces.driver import Face
 
 MEMBER = {
@@ -77,6 +81,27 @@ def test_group_membership_is_visible_and_left(face: Face, topic: str) -> None:
         assert admin.list_group_offsets(group)[TopicPartition(topic, 0)].metadata == "m"
         admin.delete_groups([group])
         assert group not in {g.group_id for g in admin.list_groups()}
+
+
+def test_delete_group_offsets(face: Face, topic: str) -> None:
+    """An active member's topic keeps its offsets (GroupSubscribedToTopicError); once the
+    group is empty they go; an unknown group is not found."""
+    produce(face, topic, 1, 2)
+    group, tp = f"g-{topic}", TopicPartition(topic, 0)
+    with face.admin() as admin:
+        with face.consumer(topic, group_id=group, **MEMBER) as consumer:
+            assert len(consumer.take(2)) == 2
+            consumer.commit()
+            with pytest.raises(GroupSubscribedToTopicError):
+                admin.delete_group_offsets(group, [tp])
+            assert admin.list_group_offsets(group)[tp].offset == 2
+        deadline = time.monotonic() + 10
+        while admin.describe_groups([group])[0].members:  # left on close (no session wait)
+            assert time.monotonic() < deadline, "the member did not leave"
+        admin.delete_group_offsets(group, [tp])
+        assert admin.list_group_offsets(group) == {}
+        with pytest.raises(GroupIdNotFoundError):
+            admin.delete_group_offsets(f"never-{topic}", [tp])
 
 
 def test_unsubscribe_leaves_the_group_and_stops_reading(face: Face, topic: str) -> None:

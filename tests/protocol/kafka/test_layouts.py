@@ -49,7 +49,8 @@ def test_the_scope_is_the_briefed_one() -> None:
     assert spoken["Metadata"] == (0, 9) and spoken["ApiVersions"] == (0, 3)
     assert spoken["DeleteTopics"] == (1, 5)  # v6 brings topic ids
     assert spoken["SaslHandshake"] == (1, 1)  # v0 sends bare tokens after it (pre-KIP-152)
-    assert len(spoken) == 31
+    assert len(spoken) == 32
+    assert spoken["OffsetDelete"] == (0, 0)  # KIP-496: kafka-consumer-groups --delete-offsets
 
 
 def test_every_field_lives_inside_its_api_range() -> None:
