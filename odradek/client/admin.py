@@ -1,4 +1,5 @@
-"""The admin clients: topics, partitions, configs, log dirs, offsets, record deletion.
+"""The admin clients: the cluster, topics, partitions, configs, log dirs, offsets, record
+deletion, groups.
 
 :class:`AdminCore` writes each method once, as a sans-I/O operation (its own, or one of
 :mod:`odradek.client.ops` and :mod:`odradek.client.group_ops`); :class:`Admin` runs them
@@ -35,6 +36,7 @@ from odradek.client.ops import (
     response_partitions,
 )
 from odradek.client.types import (
+    ClusterDescription,
     ConfigEntry,
     LogDirDescription,
     NewTopic,
@@ -177,9 +179,28 @@ class AdminCore:
         return out
 
     @operation
-    def describe_configs(self, topic: str) -> Op[dict[str, ConfigEntry]]:
-        """The topic's configuration, by Kafka's topic-level names."""
-        resources = _topic_resource(m.DescribeConfigsResource, topic)
+    def describe_cluster(self) -> Op[ClusterDescription]:
+        """The cluster's id, its controller and its brokers (one: this node)."""
+        meta = yield from metadata_op([])
+        return ClusterDescription(meta.cluster_id, meta.controller_id, meta.brokers)
+
+    @operation
+    def describe_configs(
+        self, topic: str | None = None, *, broker: int | None = None
+    ) -> Op[dict[str, ConfigEntry]]:
+        """The configuration of ``topic``, by Kafka's topic-level names, or of the broker
+        whose node id is ``broker`` (``describe_cluster`` lists it), by Kafka's broker keys
+        and with their sources (``ValueError`` unless exactly one of the two is given)."""
+        if (topic is None) == (broker is None):
+            raise ValueError("describe the configs of a topic or of a broker (one of them)")
+        if topic is None:
+            resources = [
+                m.DescribeConfigsResource(
+                    resource_type=m.ConfigResourceType.BROKER, resource_name=str(broker)
+                )
+            ]
+        else:
+            resources = _topic_resource(m.DescribeConfigsResource, topic)
         resp, _ = yield Call(m.DescribeConfigsRequest(correlation_id=0, resources=resources))
         results = check(resp).results  # type: ignore[attr-defined]
         _first_error(results, "resource_name")

@@ -128,6 +128,7 @@ def response_partitions(
 def parse_metadata(resp: m.MetadataResponse) -> ClusterMetadata:
     return ClusterMetadata(
         cluster_id=resp.cluster_id,
+        controller_id=resp.controller_id,
         brokers=[BrokerMetadata(b.node_id, b.host, b.port) for b in resp.brokers],
         topics={
             t.name: TopicMetadata(

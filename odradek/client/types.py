@@ -8,6 +8,7 @@ from odradek.client.errors import KafkaError
 
 __all__ = [
     "BrokerMetadata",
+    "ClusterDescription",
     "ClusterMetadata",
     "ConfigEntry",
     "ConsumerRecord",
@@ -78,6 +79,16 @@ class ClusterMetadata(NamedTuple):
     cluster_id: str | None
     brokers: list[BrokerMetadata]
     topics: dict[str, TopicMetadata]
+    controller_id: int = -1
+
+
+class ClusterDescription(NamedTuple):
+    """``Admin.describe_cluster``: what Kafka's ``DescribeClusterResult`` holds (a single
+    node is its own controller)."""
+
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerMetadata]
 
 
 class FetchedPartition(NamedTuple):

@@ -55,6 +55,20 @@ def test_configs(face: Face, topic: str) -> None:
         assert admin.describe_configs(topic)["retention.ms"].is_default
 
 
+def test_the_cluster_and_its_broker_configs(face: Face) -> None:
+    with face.admin() as admin:
+        cluster = admin.describe_cluster()
+        (broker,) = cluster.brokers
+        assert f"{broker.host}:{broker.port}" == face.bootstrap
+        assert cluster.controller_id == broker.node_id and cluster.cluster_id
+        configs = admin.describe_configs(broker=broker.node_id)
+        assert configs["num.partitions"].value.isdigit()
+        assert configs["log.dirs"].value
+        for neither_or_both in ({}, {"topic": "t", "broker": broker.node_id}):
+            with pytest.raises(ValueError, match="one of them"):
+                admin.describe_configs(**neither_or_both)
+
+
 def test_offsets_and_record_deletion(face: Face, topic: str) -> None:
     tp = TopicPartition(topic, 0)
     with face.admin() as admin:
