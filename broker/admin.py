@@ -185,15 +185,18 @@ class AdminApi(ConfigsApi):
                 elif partitions < 1:
                     result.error_code = ErrorCode.INVALID_PARTITIONS
                     result.error_message = f"Number of partitions must be at least 1: {partitions}"
-                elif topic.replication_factor not in (-1, 1):
+                elif topic.replication_factor not in (-1, 1):  # Kafka's messages
                     result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
                     result.error_message = (
-                        f"Replication factor {topic.replication_factor} is larger than the "
+                        "Replication factor must be larger than 0, or -1 to use the default value."
+                        if topic.replication_factor < 1
+                        else f"Replication factor {topic.replication_factor} is larger than the "
                         "1 available broker"
                     )
                 elif req.validate_only:
                     if topic.name in self.ctx.manager.topics:
                         result.error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+                        result.error_message = f"Topic '{topic.name}' already exists."
                     self.ctx.manager.default_config.with_overrides(topic.configs)
                     self.ctx.manager.partitions.check_limit(partitions)
                 else:

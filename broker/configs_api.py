@@ -130,6 +130,15 @@ class ConfigsApi:
                     f"Error due to duplicate config keys : {','.join(duplicates)}"
                 )
                 continue
+            nulls = [
+                op.name
+                for op in res.configs
+                if op.config_operation != m.AlterConfigOp.DELETE and op.value is None
+            ]
+            if nulls:  # Kafka's words and code, before anything else is looked at
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"Null value not supported for : {', '.join(nulls)}"
+                continue
             metadata = manager.topics.get(res.resource_name)
             if metadata is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -147,9 +156,6 @@ class ConfigsApi:
                     result.error_message = f"Unknown topic config name: {op.name}"
                 elif op.config_operation == m.AlterConfigOp.DELETE:
                     configs.pop(op.name, None)
-                elif op.value is None:
-                    result.error_code = ErrorCode.INVALID_CONFIG
-                    result.error_message = f"no value given for {op.name}"
                 else:
                     configs[op.name] = op.value
             if result.error_code:
