@@ -44,6 +44,7 @@ class DataApi:
                 if lp.timestamp < 0 and lp.timestamp not in (
                     m.LATEST_TIMESTAMP,
                     m.EARLIEST_TIMESTAMP,
+                    m.MAX_TIMESTAMP,
                 ):
                     result.error_code = ErrorCode.INVALID_REQUEST
                     continue

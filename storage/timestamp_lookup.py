@@ -5,6 +5,10 @@
 
 - ``-2`` (earliest): the log start offset, and ``-1`` (latest): the log end offset, both with
   timestamp -1 (ListOffsets' special timestamps);
+- ``-3`` (max timestamp, KIP-734): ``(offset, timestamp)`` of the first record in offset order
+  with the largest timestamp of the log, found in the first segment whose max timestamp is
+  the log's; None for a log without records (a largest timestamp only below the log start
+  offset is not looked for elsewhere, as in Kafka);
 - any other target: ``(offset, timestamp)`` of the first record in offset order, at or after
   the log start offset, whose timestamp is at least the target; None if no record is that
   recent.
@@ -38,10 +42,11 @@ from odradek.storage.log import Log
 from odradek.storage.scan import scan_entries
 from odradek.storage.segment import LogSegment
 
-__all__ = ["offset_for_timestamp", "segment_offset_for_timestamp"]
+__all__ = ["MAX_TIMESTAMP", "offset_for_timestamp", "segment_offset_for_timestamp"]
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
 
 
 def offset_for_timestamp(
@@ -52,7 +57,14 @@ def offset_for_timestamp(
         return log.log_start_offset, -1
     if timestamp_ms == LATEST_TIMESTAMP:
         return log.next_offset, -1
-    for segment in list(log.segments):
+    segments = list(log.segments)
+    if timestamp_ms == MAX_TIMESTAMP:
+        latest = max(segments, key=lambda segment: segment.max_timestamp, default=None)
+        if latest is None or latest.max_timestamp < 0:
+            return None
+        target = latest.max_timestamp
+        return segment_offset_for_timestamp(latest, target, log.log_start_offset, max_body_bytes)
+    for segment in segments:
         if segment.max_timestamp < timestamp_ms:
             continue
         found = segment_offset_for_timestamp(

@@ -158,7 +158,8 @@ def metadata_op(
 def list_offsets_op(
     timestamps: Mapping[TopicPartition, int],
 ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-    """-2 earliest, -1 latest, else the first offset whose timestamp >= t (``None`` if none).
+    """-2 earliest, -1 latest, -3 the first record with the largest timestamp (KIP-734), else
+    the first offset whose timestamp >= t (``None`` if none).
     A per-partition error is raised (the first one, in request order)."""
     topics = request_topics(
         timestamps,

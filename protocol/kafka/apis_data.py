@@ -295,10 +295,10 @@ FETCH = Api(
     ),
 )
 
-LIST_OFFSETS = Api(
+LIST_OFFSETS = Api(  # v7: the layout of v6, and timestamp -3 (max timestamp, KIP-734)
     2,
     "ListOffsets",
-    (1, 6),
+    (1, 7),
     flexible=6,
     request=(
         F("replica_id", INT32, "1+"),

@@ -24,6 +24,7 @@ ACKS_NONE, ACKS_LEADER, ACKS_ALL = 0, 1, -1
 VALID_ACKS = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
 LATEST_TIMESTAMP = -1  # ListOffsets: the next offset to be written (the high watermark)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+MAX_TIMESTAMP = -3  # ListOffsets: the first record with the largest timestamp (KIP-734)
 
 
 class ApiKey(IntEnum):

@@ -35,7 +35,8 @@ def test_list_offsets(wire: Wire, topic: str) -> None:
     assert at(2_002) == (0, 5, 2_002)
     assert at(3_001) == (0, 7, 3_001)
     assert at(3_002) == (0, -1, -1)  # nothing that recent
-    assert at(-3)[0] == ErrorCode.INVALID_REQUEST
+    assert at(m.MAX_TIMESTAMP) == (0, 7, 3_001)  # KIP-734: the largest timestamp's record
+    assert at(-4)[0] == ErrorCode.INVALID_REQUEST  # tiered storage's: not here
     unknown = wire.list_offset(topic, 5, m.LATEST_TIMESTAMP)
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

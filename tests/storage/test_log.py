@@ -411,6 +411,13 @@ def test_offset_for_timestamp_with_out_of_order_timestamps(log_dir: Path) -> Non
     assert offset_for_timestamp(log, 501) is None  # after last
     assert offset_for_timestamp(log, -1) == (6, -1)  # latest
     assert offset_for_timestamp(log, -2) == (0, -1)  # earliest
+    assert offset_for_timestamp(log, -3) == (5, 500)  # the largest timestamp (KIP-734)
+    log.append(batch(2, ts=[400, 500]), now_ms=0)
+    assert offset_for_timestamp(log, -3) == (5, 500)  # the first record holding it
+
+
+def test_max_timestamp_of_an_empty_log_is_none(log_dir: Path) -> None:
+    assert offset_for_timestamp(open_log(log_dir), -3) is None
 
 
 def test_offset_for_timestamp_across_segments(multi_segment_log: Log) -> None:
@@ -460,6 +467,8 @@ def test_offset_for_timestamp_matches_a_scan(
             log = open_log(directory, cfg, clean_shutdown=reopen == "clean")
         for target in range(62):
             assert offset_for_timestamp(log, target) == _brute_force(stamps, target), target
+        largest = max(ts for batch_stamps in stamps for ts in batch_stamps)
+        assert offset_for_timestamp(log, -3) == _brute_force(stamps, largest)  # KIP-734
         log.close()
 
 

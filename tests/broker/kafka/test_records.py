@@ -1,7 +1,8 @@
 """Produce and consume-by-assignment through each unmodified Kafka client: keys, headers, null
-values, every compression codec, acks 0/1/all, seeks, offsets by timestamp, watermarks and a
-long poll. Records are read back by the same client and, byte for byte, by the odradek client
-(the broker stores what the client sent: a produce never re-encodes a batch)."""
+values, every compression codec, acks 0/1/all, seeks, offsets by timestamp (and the largest
+timestamp's), watermarks and a long poll. Records are read back by the same client and, byte
+for byte, by the odradek client (the broker stores what the client sent: a produce never
+re-encodes a batch)."""
 
 from __future__ import annotations
 
@@ -120,6 +121,31 @@ def test_offsets_for_times(client: KafkaClient, new_topic: str) -> None:
     assert client.offset_for_time(new_topic, 0, base_ms + 150) == 2  # the next at or after
     assert client.offset_for_time(new_topic, 0, base_ms + 400) == 4
     assert client.offset_for_time(new_topic, 0, base_ms + 401) is None  # none that late
+
+
+def test_max_timestamp_offset_through_confluent_admin(
+    shared_broker: BrokerProcess, new_topic: str
+) -> None:
+    """confluent-kafka's ``list_offsets`` with ``OffsetSpec.max_timestamp()`` (ListOffsets v7,
+    KIP-734): the first record with the largest timestamp, whatever its place; an empty
+    partition answers -1."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    tp = KafkaTopicPartition(new_topic, 0)
+
+    def largest() -> tuple[int, int]:
+        found = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(10)
+        return found.offset, found.timestamp
+
+    assert largest() == (-1, -1)
+    base_ms = 1_700_000_000_000
+    stamps = [base_ms, base_ms + 900, base_ms + 100, base_ms + 900, base_ms + 500]
+    make_client("confluent", shared_broker.bootstrap).produce(
+        new_topic, [Rec(None, b"%d" % i, [], ts) for i, ts in enumerate(stamps)]
+    )
+    assert largest() == (1, base_ms + 900)
 
 
 def test_long_poll_gets_a_later_record(
