@@ -185,13 +185,15 @@ class AdminApi(ConfigsApi):
                 elif partitions < 1:
                     result.error_code = ErrorCode.INVALID_PARTITIONS
                     result.error_message = f"Number of partitions must be at least 1: {partitions}"
-                elif topic.replication_factor not in (-1, 1):  # Kafka's messages
+                elif topic.replication_factor not in (-1, 1):  # Kafka's (KRaft's) messages
+                    factor = topic.replication_factor
                     result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
                     result.error_message = (
                         "Replication factor must be larger than 0, or -1 to use the default value."
-                        if topic.replication_factor < 1
-                        else f"Replication factor {topic.replication_factor} is larger than the "
-                        "1 available broker"
+                        if factor < 1
+                        else f"Unable to replicate the partition {factor} time(s): The target "
+                        f"replication factor of {factor} cannot be reached because only 1 "
+                        "broker(s) are registered."
                     )
                 elif req.validate_only:
                     if topic.name in self.ctx.manager.topics:

@@ -135,7 +135,7 @@ class ConfigsApi:
                 for op in res.configs
                 if op.config_operation != m.AlterConfigOp.DELETE and op.value is None
             ]
-            if nulls:  # Kafka's words and code, before anything else is looked at
+            if nulls:  # Kafka's words and code, before the topic or the names are looked at
                 result.error_code = ErrorCode.INVALID_REQUEST
                 result.error_message = f"Null value not supported for : {', '.join(nulls)}"
                 continue

@@ -7,8 +7,8 @@
   timestamp -1 (ListOffsets' special timestamps);
 - ``-3`` (max timestamp, KIP-734): ``(offset, timestamp)`` of the first record in offset order
   with the largest timestamp of the log, found in the first segment whose max timestamp is
-  the log's; None for a log without records (a largest timestamp only below the log start
-  offset is not looked for elsewhere, as in Kafka);
+  the log's; None for a log without records. As in Kafka (``UnifiedLog``), the log start
+  offset is not looked at: after DeleteRecords the answer may lie below it;
 - any other target: ``(offset, timestamp)`` of the first record in offset order, at or after
   the log start offset, whose timestamp is at least the target; None if no record is that
   recent.
@@ -63,7 +63,7 @@ def offset_for_timestamp(
         if latest is None or latest.max_timestamp < 0:
             return None
         target = latest.max_timestamp
-        return segment_offset_for_timestamp(latest, target, log.log_start_offset, max_body_bytes)
+        return segment_offset_for_timestamp(latest, target, latest.base_offset, max_body_bytes)
     for segment in segments:
         if segment.max_timestamp < timestamp_ms:
             continue

@@ -77,7 +77,6 @@ class BrokerProcess:
         self.lines: list[dict[str, Any]] = []
         self.raw_lines: list[str] = []
         self.process: subprocess.Popen[str] | None = None
-        self._started = threading.Event()
         self._up: subprocess.Popen[str] | None = None  # the process that logged "broker started"
         self._reader: threading.Thread | None = None
 
@@ -110,7 +109,7 @@ class BrokerProcess:
         return args
 
     def start(self, timeout_s: float = 30.0) -> BrokerProcess:
-        self._started.clear()
+        started = threading.Event()  # this process's own: a former reader cannot set it
         env = dict(os.environ)
         env.update(self.env or {})
         self.process = subprocess.Popen(
@@ -123,9 +122,11 @@ class BrokerProcess:
             text=True,
             preexec_fn=self._apply_rlimits if self.rlimits else None,
         )
-        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_stderr, args=(self.process, started), daemon=True
+        )
         self._reader.start()
-        if not self._started.wait(timeout_s) or self._up is not self.process:
+        if not started.wait(timeout_s) or self._up is not self.process:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "\n".join(self.raw_lines[-30:]))
         return self
@@ -136,9 +137,8 @@ class BrokerProcess:
         for which, limits in self.rlimits.items():
             resource.setrlimit(which, limits)
 
-    def _read_stderr(self) -> None:
-        process = self.process
-        assert process is not None and process.stderr is not None
+    def _read_stderr(self, process: subprocess.Popen[str], started: threading.Event) -> None:
+        assert process.stderr is not None
         for raw in process.stderr:
             self.raw_lines.append(raw.rstrip("\n"))
             try:
@@ -154,9 +154,8 @@ class BrokerProcess:
                 self.requested_port = self.port  # a restart binds the same port
                 self.requested_metrics_port = self.metrics_port or 0
                 self._up = process
-                self._started.set()
-        if process is self.process:  # (not a killed process whose reader outlived it)
-            self._started.set()  # the process ended: wake a waiting start()
+                started.set()
+        started.set()  # the process ended: wake a waiting start()
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.lines if e.get("event") == name]

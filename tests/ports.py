@@ -9,8 +9,14 @@ The restart then fails with "Address already in use" (it did, in CI).
 The kernel never chooses a port below its ephemeral range: those are bound only by a program
 that names them. :func:`reserve_port` hands them out, each pytest-xdist worker from a slice of
 its own (``PYTEST_XDIST_WORKER`` ``gwN`` of ``PYTEST_XDIST_WORKER_COUNT``), starting at an
-offset drawn from the process id so that two test runs on one machine rarely meet, and skipping
-any port something holds. A reserved port is one nothing listens on until its owner binds it.
+offset drawn from the process id, and skipping any port something holds. A reserved port is one
+nothing listens on until its owner binds it.
+
+Other test runs on the machine (another clone's ``make test``) use the same slices. A port is
+therefore also claimed machine-wide, for the life of the process that reserved it: a file named
+after it in ``$TMPDIR/odradek-test-ports``, created exclusively (``O_EXCL``), holds the
+process id. A claim whose process is gone is taken over; a live one, this process's included,
+is skipped, so a port is never handed out twice while its broker may still restart.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,10 +66,47 @@ def _free(port: int) -> bool:
     return True
 
 
+CLAIMS = Path(tempfile.gettempdir()) / "odradek-test-ports"
+
+
+def _claim(port: int) -> bool:
+    """Claim ``port`` for this process (see the module docstring); whether it is ours now."""
+    CLAIMS.mkdir(exist_ok=True)
+    path = CLAIMS / str(port)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _claimed(path):
+                return False
+            path.unlink(missing_ok=True)  # its process is gone: take it over
+            continue
+        with os.fdopen(fd, "w") as claim:
+            claim.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _claimed(path: Path) -> bool:
+    """Whether the process whose id ``path`` holds still runs (a claim being written is)."""
+    try:
+        pid = int(path.read_text())
+    except (OSError, ValueError):
+        return path.exists()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def reserve_port() -> int:
-    """A loopback port nothing listens on, that the kernel will not give away: this worker's
-    next free one (0, "the kernel chooses", where the ephemeral range leaves no room)."""
-    for port in itertools.islice(_next, 1_000):
-        if _free(port):
+    """A loopback port nothing listens on, that the kernel will not give away and no other
+    test process will take: this worker's next free one (0, "the kernel chooses", where the
+    ephemeral range leaves no room)."""
+    for port in itertools.islice(_next, 5_000):
+        if _free(port) and _claim(port):
             return port
     return 0

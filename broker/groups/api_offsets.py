@@ -15,7 +15,8 @@ OffsetDelete (KIP-496, ``kafka-consumer-groups --delete-offsets``) needs DELETE 
 to (``GROUP_SUBSCRIBED_TO_TOPIC`` for each of their partitions), and an active group that is
 not a "consumer" group keeps all of them (``NON_EMPTY_GROUP``). The offsets that go are
 tombstoned in one durable batch before the answer; a partition with nothing committed answers
-NONE, as Kafka's does.
+NONE, as Kafka's does. A failed write answers ``COORDINATOR_NOT_AVAILABLE`` for the whole
+request (retriable), as Kafka's does.
 """
 
 from __future__ import annotations
@@ -120,9 +121,9 @@ class OffsetApi:
                     doomed.append((tp, result))
                 results.append(result)
             topics.append(m.OffsetCommitTopicResponse(name=topic.name, partitions=results))
-        if doomed and (code := await groups.remove_offsets(req.group_id, [tp for tp, _ in doomed])):
-            for _, result in doomed:
-                result.error_code = code
+        if doomed and await groups.remove_offsets(req.group_id, [tp for tp, _ in doomed]):
+            # Kafka answers a failed write at the top level, where clients retry it
+            return error_reply(m.OffsetDeleteResponse, req, E.COORDINATOR_NOT_AVAILABLE)
         return m.OffsetDeleteResponse(correlation_id=req.correlation_id, topics=topics)
 
     async def offset_fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:

@@ -270,15 +270,25 @@ def _parse_datetime_ms(text: str) -> int:
 
 # ---- delete-offsets, delete ------------------------------------------------------------------
 def _delete_offsets(args: argparse.Namespace) -> int:
+    """Kafka's output: a line for the request, then a STATUS per partition; exit 1 if any
+    partition kept its offset."""
+
     def body() -> int:
         with _admin(args) as admin:
-            partitions = _partitions(admin, args.topic)
-            admin.delete_group_offsets(args.group, partitions)
-        print(f"Request succeed for deleting offsets from group {args.group}.\n")
+            results = admin.delete_group_offsets(args.group, _partitions(admin, args.topic))
+        topics = ", ".join(dict.fromkeys(tp.topic for tp in results))
+        failed = any(error is not None for error in results.values())
+        if failed:
+            print("odradek groups: error: some partitions kept their offsets:", file=sys.stderr)
+        else:
+            print(f"Request succeed for deleting offsets with topic {topics} group {args.group}")
         rows = [("TOPIC", "PARTITION", "STATUS")]
-        rows += [(tp.topic, tp.partition, "Successful") for tp in sorted(partitions)]
+        for tp, error in sorted(results.items()):
+            status = "Successful" if error is None else f"Error: {type(error).__name__}"
+            rows.append((tp.topic, tp.partition, status))
+        print()
         print(table(rows))
-        return 0
+        return int(failed)
 
     return run_reported("groups", body)
 

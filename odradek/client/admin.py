@@ -6,7 +6,8 @@ deletion, groups.
 blocking, :class:`AsyncAdmin` as coroutines (:func:`odradek.client.drivers.operation`).
 Per-item errors are raised (the first one, in request order): ``create_topics`` raises
 ``TopicAlreadyExistsError`` / ``InvalidTopicError`` / ``InvalidPartitionsError`` ... rather
-than returning a per-topic dict.
+than returning a per-topic dict. (``delete_group_offsets`` alone returns its partitions'
+errors, as Kafka's admin clients do: there a partial result is the usual one.)
 """
 
 from __future__ import annotations
@@ -347,13 +348,16 @@ class AdminCore:
         return group_ops.commit_offsets_op(group_id, group_ops.normalize_offsets(offsets))
 
     @operation
-    def delete_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> Op[None]:
+    def delete_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition]
+    ) -> Op[dict[TopicPartition, KafkaError | None]]:
         """Delete the group's committed offsets of ``partitions`` (Kafka's OffsetDelete, as
         ``kafka-consumer-groups --delete-offsets``): its consumers then start there by
-        ``auto_offset_reset``. Raises ``GroupIdNotFoundError``; ``NonEmptyGroupError`` for an
-        active group that is not a consumer group; then the first per-partition error:
-        ``GroupSubscribedToTopicError`` (an active member subscribes to the topic),
-        ``UnknownTopicOrPartitionError`` (the other partitions' offsets are deleted)."""
+        ``auto_offset_reset``. Raises ``GroupIdNotFoundError``, or ``NonEmptyGroupError`` for
+        an active group that is not a consumer group. Each partition succeeds or fails on its
+        own, so, unlike the other calls, this returns each partition's error (``None``:
+        deleted): ``GroupSubscribedToTopicError`` (an active member subscribes to the topic),
+        ``UnknownTopicOrPartitionError``, ``TopicAuthorizationFailedError``."""
         return group_ops.delete_offsets_op(group_id, partitions)
 
 

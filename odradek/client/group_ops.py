@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from odradek.client.errors import KafkaError, for_code
 from odradek.client.ops import (
     Call,
     Op,
@@ -223,16 +224,26 @@ def fetch_offsets_op(
     }
 
 
-def delete_offsets_op(group_id: str, partitions: Iterable[TopicPartition]) -> Op[None]:
+def delete_offsets_op(
+    group_id: str, partitions: Iterable[TopicPartition]
+) -> Op[dict[TopicPartition, KafkaError | None]]:
     """OffsetDelete: the group's committed offsets of ``partitions`` are deleted. Raises the
-    top-level error (``GroupIdNotFoundError``, ``NonEmptyGroupError``), then the first
-    per-partition one (``GroupSubscribedToTopicError``, ``UnknownTopicOrPartitionError``):
-    the partitions without an error lost their offsets all the same."""
+    top-level error (``GroupIdNotFoundError``, ``NonEmptyGroupError``); returns each
+    partition's error (``None``: deleted, or nothing was committed), since each partition
+    succeeds or fails on its own."""
     topics = _offset_topics(partitions)
     if not topics:
-        return
+        return {}
     resp, _ = yield Call(m.OffsetDeleteRequest(correlation_id=0, group_id=group_id, topics=topics))
-    list(response_partitions(resp, f"{group_id}: "))  # raises the first error
+    return {
+        TopicPartition(t.name, p.partition_index): for_code(
+            p.error_code, f"{group_id}: {t.name}-{p.partition_index}"
+        )
+        if p.error_code
+        else None
+        for t in check(resp).topics  # type: ignore[attr-defined]
+        for p in t.partitions
+    }
 
 
 def _offset_topics(partitions: Iterable[TopicPartition]) -> list[m.OffsetFetchTopic]:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["REJOIN_CODES", "rebalance_op"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("odradek.client.group")  # the membership's one logger, as before the split
 
 # answers that mean "join again" (not "back off"), to a join, a heartbeat or a commit
 REJOIN_CODES = {

@@ -88,7 +88,7 @@ def test_create_topics_errors(shared_broker: BrokerProcess, wire: Wire, topic: s
         "NONE",
     ]
     assert all(r.error_message for r in results[:-1])
-    assert "larger than the 1 available broker" in results[8].error_message
+    assert "factor of 3 cannot be reached because only 1 broker(s)" in results[8].error_message
     assert "must be larger than 0, or -1" in results[9].error_message  # Kafka's message
     assert "no.such.key" in results[11].error_message
     assert "retention.ms" in results[12].error_message and "soon" in results[12].error_message

@@ -58,9 +58,6 @@ class Isolation:
         self.peers: set[str] = set()  # every connection this test opened, as the broker logs it
         self.reasons_read = 0  # closing connection events already returned
 
-    def events(self, name: str) -> list[dict[str, Any]]:
-        return [e for e in self.broker.lines[self.first_line :] if e.get("event") == name]
-
     def ours(self, event: dict[str, Any]) -> bool:
         """Whether ``event`` is about one of this test's connections."""
         return event.get("peer") in self.peers

@@ -115,6 +115,38 @@ def test_a_group_record_that_cannot_be_written_fails_only_its_group() -> None:
     assert appended == ["good"]
 
 
+def test_offset_delete_answers_a_failed_write_for_the_whole_request() -> None:
+    """The tombstones could not be written: COORDINATOR_NOT_AVAILABLE at the top level, which
+    clients retry (Kafka's answer), not per partition, which they take as final."""
+    from types import SimpleNamespace
+
+    from odradek.broker.groups.api_offsets import OffsetApi
+
+    tombstoned: list[list[tuple[str, int]]] = []
+
+    async def remove_offsets(group_id: str, tps: list[tuple[str, int]]) -> E:
+        tombstoned.append(tps)
+        return E.COORDINATOR_NOT_AVAILABLE
+
+    groups = SimpleNamespace(
+        availability=lambda group_id: E.NONE,
+        coordinator=SimpleNamespace(offsets_deletable=lambda group_id: (E.NONE, set())),
+        store=SimpleNamespace(committed=lambda group_id: {("t", 0): object()}),
+        ctx=SimpleNamespace(manager=SimpleNamespace(partitions=SimpleNamespace(logs={("t", 0)}))),
+        remove_offsets=remove_offsets,
+    )
+    request = m.OffsetDeleteRequest(
+        correlation_id=7, group_id="g", topics=[m.OffsetFetchTopic(name="t", partition_indexes=[0])]
+    )
+    reply = anyio.run(OffsetApi(groups).offset_delete, request)  # type: ignore[arg-type]
+    assert (reply.error_code, reply.topics, reply.correlation_id) == (
+        E.COORDINATOR_NOT_AVAILABLE,
+        [],
+        7,
+    )
+    assert tombstoned == [[("t", 0)]]
+
+
 def test_a_group_whose_timers_raise_is_reset_and_the_others_still_fire() -> None:
     """A bug in one group's state (simulated: its session expiry raises) used to abort the
     coordinator's whole tick, every second, so the groups after it never rebalanced."""
