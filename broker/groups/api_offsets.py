@@ -105,23 +105,31 @@ class OffsetApi:
             return error_reply(m.OffsetDeleteResponse, req, code)
         committed = groups.store.committed(req.group_id)
         logs = groups.ctx.manager.partitions.logs
-        topics, doomed = [], []
-        for topic in req.topics:
-            results = []
-            for partition in topic.partition_indexes:
-                result = m.OffsetCommitPartitionResponse(partition_index=partition)
-                tp = (topic.name, partition)
-                if not allowed(Operation.READ, ResourceType.TOPIC, topic.name):
-                    result.error_code = E.TOPIC_AUTHORIZATION_FAILED
-                elif tp not in logs:
-                    result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
-                elif topic.name in subscribed:
-                    result.error_code = E.GROUP_SUBSCRIBED_TO_TOPIC
-                elif tp in committed:
-                    doomed.append((tp, result))
-                results.append(result)
-            topics.append(m.OffsetCommitTopicResponse(name=topic.name, partitions=results))
-        if doomed and await groups.remove_offsets(req.group_id, [tp for tp, _ in doomed]):
+
+        def why_kept(tp: tuple[str, int]) -> ErrorCode:  # NONE: its offset goes
+            if not allowed(Operation.READ, ResourceType.TOPIC, tp[0]):
+                return E.TOPIC_AUTHORIZATION_FAILED
+            if tp not in logs:
+                return E.UNKNOWN_TOPIC_OR_PARTITION
+            return E.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else E.NONE
+
+        codes = {
+            (t.name, p): why_kept((t.name, p)) for t in req.topics for p in t.partition_indexes
+        }
+        topics = [
+            m.OffsetCommitTopicResponse(
+                name=t.name,
+                partitions=[
+                    m.OffsetCommitPartitionResponse(
+                        partition_index=p, error_code=codes[(t.name, p)]
+                    )
+                    for p in t.partition_indexes
+                ],
+            )
+            for t in req.topics
+        ]
+        doomed = [tp for tp, code in codes.items() if not code and tp in committed]
+        if doomed and await groups.remove_offsets(req.group_id, doomed):
             # Kafka answers a failed write at the top level, where clients retry it
             return error_reply(m.OffsetDeleteResponse, req, E.COORDINATOR_NOT_AVAILABLE)
         return m.OffsetDeleteResponse(correlation_id=req.correlation_id, topics=topics)
