@@ -194,14 +194,9 @@ class AdminCore:
         and with their sources (``ValueError`` unless exactly one of the two is given)."""
         if (topic is None) == (broker is None):
             raise ValueError("describe the configs of a topic or of a broker (one of them)")
-        if topic is None:
-            resources = [
-                m.DescribeConfigsResource(
-                    resource_type=m.ConfigResourceType.BROKER, resource_name=str(broker)
-                )
-            ]
-        else:
-            resources = _topic_resource(m.DescribeConfigsResource, topic)
+        kind = m.ConfigResourceType.TOPIC if broker is None else m.ConfigResourceType.BROKER
+        name = topic if broker is None else str(broker)
+        resources = [m.DescribeConfigsResource(resource_type=kind, resource_name=name)]
         resp, _ = yield Call(m.DescribeConfigsRequest(correlation_id=0, resources=resources))
         results = check(resp).results  # type: ignore[attr-defined]
         _first_error(results, "resource_name")
