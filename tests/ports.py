@@ -16,11 +16,14 @@ Other test runs on the machine (another clone's ``make test``) use the same slic
 therefore also claimed machine-wide, for the life of the process that reserved it: a file named
 after it in ``$TMPDIR/odradek-test-ports``, created exclusively (``O_EXCL``), holds the
 process id. A claim whose process is gone is taken over; a live one, this process's included,
-is skipped, so a port is never handed out twice while its broker may still restart.
+is skipped, so a port is never handed out twice while its broker may still restart. A process
+that exits normally removes its claims (``atexit``).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import itertools
 import os
 import socket
@@ -67,6 +70,15 @@ def _free(port: int) -> bool:
 
 
 CLAIMS = Path(tempfile.gettempdir()) / "odradek-test-ports"
+_mine: list[Path] = []  # this process's claims, removed at exit
+
+
+@atexit.register
+def _release() -> None:
+    for path in _mine:  # (a forked child that exits leaves its parent's claims alone)
+        with contextlib.suppress(OSError):
+            if path.read_text() == str(os.getpid()):
+                path.unlink()
 
 
 def _claim(port: int) -> bool:
@@ -83,6 +95,7 @@ def _claim(port: int) -> bool:
             continue
         with os.fdopen(fd, "w") as claim:
             claim.write(str(os.getpid()))
+        _mine.append(path)
         return True
     return False
 
