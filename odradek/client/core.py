@@ -187,8 +187,7 @@ class ClientCore:
         ``acks=0`` gets no response: returns ``(None, empty)`` once written. A lost connection
         is remade, with backoff, until the request's timeout has passed. A request the broker
         could not decode is not sent: :func:`~odradek.client.ops.check_decodable` raises
-        (from
-        :meth:`~odradek.client.protocol_core.ProtocolCore.send`)."""
+        (from :meth:`~odradek.client.protocol_core.ProtocolCore.send`)."""
         timeout_ms = self._timeout_ms(request)
         deadline_s = time.monotonic() + timeout_ms / 1000
         attempt = 0

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from odradek.client.errors import KafkaError, for_code
+from odradek.client.errors import KafkaError
 from odradek.client.ops import (
     Call,
     Op,
     check,
     group_by_topic,
+    partition_errors,
     request_topics,
     response_partitions,
 )
@@ -235,15 +236,7 @@ def delete_offsets_op(
     if not topics:
         return {}
     resp, _ = yield Call(m.OffsetDeleteRequest(correlation_id=0, group_id=group_id, topics=topics))
-    return {
-        TopicPartition(t.name, p.partition_index): for_code(
-            p.error_code, f"{group_id}: {t.name}-{p.partition_index}"
-        )
-        if p.error_code
-        else None
-        for t in check(resp).topics  # type: ignore[attr-defined]
-        for p in t.partitions
-    }
+    return {tp: error for tp, _, error in partition_errors(resp, f"{group_id}: ")}
 
 
 def _offset_topics(partitions: Iterable[TopicPartition]) -> list[m.OffsetFetchTopic]:

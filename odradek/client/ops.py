@@ -40,6 +40,7 @@ __all__ = [
     "list_offsets_op",
     "metadata_op",
     "parse_fetch",
+    "partition_errors",
     "request_topics",
     "response_partitions",
 ]
@@ -112,16 +113,27 @@ def request_topics(
     ]
 
 
+def partition_errors(
+    resp: m.Response, context: str = ""
+) -> Iterator[tuple[TopicPartition, Any, KafkaError | None]]:
+    """``(tp, partition, error)`` for each partition of ``resp.topics`` (its top-level error
+    raised first); ``error`` names ``context`` and the partition, ``None`` if it has none."""
+    for topic in check(resp).topics:  # type: ignore[attr-defined]
+        for part in topic.partitions:
+            tp = TopicPartition(topic.name, part.partition_index)
+            code = part.error_code
+            yield tp, part, for_code(code, f"{context}{tp.topic}-{tp.partition}") if code else None
+
+
 def response_partitions(
     resp: m.Response, context: str = ""
 ) -> Iterator[tuple[TopicPartition, Any]]:
-    """``(tp, partition)`` for each partition of ``resp.topics`` (its top-level error raised
-    first); raises the first per-partition error, naming ``context`` and the partition."""
-    for topic in check(resp).topics:  # type: ignore[attr-defined]
-        for part in topic.partitions:
-            if part.error_code:
-                raise for_code(part.error_code, f"{context}{topic.name}-{part.partition_index}")
-            yield TopicPartition(topic.name, part.partition_index), part
+    """``(tp, partition)`` for each partition of ``resp.topics``; raises the top-level error,
+    then the first per-partition one (:func:`partition_errors`)."""
+    for tp, part, error in partition_errors(resp, context):
+        if error is not None:
+            raise error
+        yield tp, part
 
 
 # ---- Metadata --------------------------------------------------------------------------------
