@@ -240,8 +240,10 @@ class ClientCore:
                 continue
             try:
                 broker = yield from _on(conn, handshake_op(self.config.client_id), until_s)
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            except Exception as exc:  # a lost connection: try the next; an answer: raise it
                 yield _Discard(conn)
+                if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
+                    raise
                 errors.append(f"{host}:{port}: {exc}")
                 continue
             if broker is None or (broker.host, broker.port) == (host, port):

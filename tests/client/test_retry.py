@@ -5,13 +5,17 @@ silent bootstrap servers share a call's timeout."""
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
+import anyio
 import pytest
 
 from odradek.client import (
     Admin,
+    AsyncClient,
     Client,
     Consumer,
     KafkaConnectionError,
@@ -19,7 +23,12 @@ from odradek.client import (
     NewTopic,
     Producer,
     TopicPartition,
+    UnsupportedVersionError,
 )
+from odradek.protocol import messages as m
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.frames import NATIVE_PREFACE
+from odradek.protocol.messages import decode_request, encode_response
 from tests.broker_process import BrokerProcess
 
 
@@ -143,3 +152,45 @@ def test_silent_bootstrap_servers_share_the_calls_timeout(
     finally:
         for sock in silent:
             sock.close()
+
+
+def _serve_one_bad_handshake(server: socket.socket) -> bytes:
+    """Accept one connection, answer its ApiVersions with UNSUPPORTED_VERSION, then wait for
+    the client to close it: what the connection gets after the answer (``b""``: closed)."""
+    conn, _ = server.accept()
+    with conn:
+        conn.settimeout(10)
+        stream = conn.makefile("rb")
+        assert stream.read(len(NATIVE_PREFACE)) == NATIVE_PREFACE
+        (size,) = struct.unpack(">I", stream.read(4))
+        request, _ = decode_request(stream.read(size))
+        answer = m.ApiVersionsResponse(
+            correlation_id=request.correlation_id, error_code=ErrorCode.UNSUPPORTED_VERSION
+        )
+        conn.sendall(b"".join(encode_response(answer)))
+        try:
+            return conn.recv(1)
+        except TimeoutError:
+            return b"still open after 10 s"
+
+
+@pytest.mark.parametrize("face", ["blocking", "asyncio"])
+def test_a_refused_handshake_closes_its_connection(face: str) -> None:
+    """A broker whose ApiVersions answer is an error (not a lost connection): the call raises
+    that error and the client closes the new connection (before, the handshake's connection
+    stayed open, with its reader thread on the blocking face)."""
+    with socket.create_server(("127.0.0.1", 0)) as server, ThreadPoolExecutor(1) as pool:
+        seen = pool.submit(_serve_one_bad_handshake, server)
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(UnsupportedVersionError):
+            if face == "blocking":
+                with Client(address, request_timeout_ms=5000) as client:
+                    client.metadata()
+            else:
+
+                async def call() -> None:
+                    async with AsyncClient(address, request_timeout_ms=5000) as client:
+                        await client.metadata()
+
+                anyio.run(call)
+        assert seen.result() == b""
