@@ -20,7 +20,14 @@ from odradek.client.async_client import AsyncClient
 from odradek.client.blocking_client import Client
 from odradek.client.config import ClientConfig, options_of
 from odradek.client.core import ClientCore
-from odradek.client.drivers import Call, async_face, blocking_face, operation
+from odradek.client.drivers import (
+    AsyncClosing,
+    Call,
+    Closing,
+    async_face,
+    blocking_face,
+    operation,
+)
 from odradek.client.errors import KafkaError, for_code
 from odradek.client.group_ops import (
     GroupDescription,
@@ -357,7 +364,7 @@ class AdminCore:
 
 
 @blocking_face
-class Admin(AdminCore):
+class Admin(Closing, AdminCore):
     """The blocking admin client. Parameters, methods and errors: :class:`AdminCore`.
 
     Thread-safety: any thread may call it, several at once (requests are pipelined).
@@ -369,15 +376,9 @@ class Admin(AdminCore):
         """Close the connection."""
         self._client.close()
 
-    def __enter__(self) -> Admin:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 @async_face
-class AsyncAdmin(AdminCore):
+class AsyncAdmin(AsyncClosing, AdminCore):
     """The async admin client: :class:`AdminCore`'s methods as coroutines.
 
     Use it in one event loop (asyncio, uvloop or trio); its tasks may call it at once.
@@ -388,9 +389,3 @@ class AsyncAdmin(AdminCore):
     async def close(self) -> None:
         """Close the connection."""
         await self._client.close()
-
-    async def __aenter__(self) -> AsyncAdmin:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()

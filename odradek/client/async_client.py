@@ -17,13 +17,13 @@ import anyio
 
 from odradek.client.async_connection import AsyncConnection
 from odradek.client.core import ClientCore
-from odradek.client.drivers import async_face, drive_async
+from odradek.client.drivers import AsyncClosing, async_face, drive_async
 
 __all__ = ["AsyncClient"]
 
 
 @async_face
-class AsyncClient(ClientCore):
+class AsyncClient(AsyncClosing, ClientCore):
     """The low-level async client. Parameters and errors: :class:`~.core.ClientCore`.
 
     Use it in one event loop (asyncio, uvloop or trio); any number of its tasks may call it at
@@ -67,9 +67,3 @@ class AsyncClient(ClientCore):
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.aclose()
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()

@@ -14,13 +14,13 @@ from typing import Any
 
 from odradek.client.blocking_connection import BlockingConnection
 from odradek.client.core import ClientCore
-from odradek.client.drivers import blocking_face, drive
+from odradek.client.drivers import Closing, blocking_face, drive
 
 __all__ = ["Client"]
 
 
 @blocking_face
-class Client(ClientCore):
+class Client(Closing, ClientCore):
     """The low-level blocking client. Parameters and errors: :class:`~.core.ClientCore`.
 
     Thread-safety: every method may be called from several threads at once; their requests
@@ -63,9 +63,3 @@ class Client(ClientCore):
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

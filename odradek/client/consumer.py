@@ -16,7 +16,7 @@ from typing import Any
 from odradek.client import consumer_core as core
 from odradek.client import ops
 from odradek.client.blocking_client import Client
-from odradek.client.drivers import blocking_face
+from odradek.client.drivers import Closing, blocking_face
 from odradek.client.errors import KafkaError
 from odradek.client.group import GroupMember
 from odradek.client.group_driver import BlockingGroup
@@ -28,7 +28,7 @@ _monotonic = time.monotonic
 
 
 @blocking_face
-class Consumer(core.ConsumerCore):
+class Consumer(Closing, core.ConsumerCore):
     """The blocking consumer. Parameters and errors: :class:`~.consumer_core.ConsumerCore`.
 
     Thread-safety: one thread at a time (as kafka-python's); the group's heartbeats run on a
@@ -205,9 +205,3 @@ class Consumer(core.ConsumerCore):
                 self._group.close()
         finally:
             self._client.close()
-
-    def __enter__(self) -> Consumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

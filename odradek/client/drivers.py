@@ -37,13 +37,15 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 from odradek.protocol import messages as m
 from odradek.protocol.frames import Buffer
 
 __all__ = [
+    "AsyncClosing",
     "Call",
+    "Closing",
     "Notify",
     "Sleep",
     "async_face",
@@ -152,6 +154,26 @@ def _async(method: Callable[..., Any]) -> Callable[..., Any]:
         return await drive_async(method(self, *args, **kwargs), self._io)
 
     return _face_method(method, run)
+
+
+class Closing:
+    """A blocking face's ``with``: ``__exit__`` closes it (``self.close()``)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+
+class AsyncClosing:
+    """An async face's ``async with``: ``__aexit__`` awaits ``self.close()``."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()  # type: ignore[attr-defined]
 
 
 def blocking_face(cls: type[T]) -> type[T]:

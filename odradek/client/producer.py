@@ -26,7 +26,7 @@ from odradek.client import column_send
 from odradek.client.accumulator import Batch
 from odradek.client.blocking_client import Client
 from odradek.client.blocking_connection import BlockingConnection
-from odradek.client.drivers import blocking_face
+from odradek.client.drivers import Closing, blocking_face
 from odradek.client.errors import KafkaError, KafkaTimeoutError
 from odradek.client.futures import FailedFuture, RecordFuture, record_future
 from odradek.client.ops import Op
@@ -39,7 +39,7 @@ _LOGGER = logging.getLogger("odradek.client.producer")
 
 
 @blocking_face
-class Producer(ProducerCore):
+class Producer(Closing, ProducerCore):
     """The blocking producer. Parameters and errors: :class:`~.producer_core.ProducerCore`.
 
     Thread-safety: ``send``, ``flush`` and ``partitions_for`` may be called from any thread
@@ -214,12 +214,6 @@ class Producer(ProducerCore):
             if not in_sender:
                 self._sender.join(5)
         self._client.close()
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _outcome(future: Future[Any]) -> tuple[Any, BaseException | None]:
