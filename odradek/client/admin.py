@@ -4,16 +4,12 @@ deletion, groups.
 :class:`AdminCore` writes each method once, as a sans-I/O operation (its own, or one of
 :mod:`odradek.client.ops` and :mod:`odradek.client.group_ops`); :class:`Admin` runs them
 blocking, :class:`AsyncAdmin` as coroutines (:func:`odradek.client.drivers.operation`).
-Per-item errors are raised (the first one, in request order): ``create_topics`` raises
-``TopicAlreadyExistsError`` / ``InvalidTopicError`` / ``InvalidPartitionsError`` ... rather
-than returning a per-topic dict. (``delete_group_offsets`` alone returns its partitions'
-errors, as Kafka's admin clients do: there a partial result is the usual one.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from odradek.client import group_ops
 from odradek.client.async_client import AsyncClient
@@ -57,8 +53,6 @@ from odradek.protocol import messages as m
 
 __all__ = ["Admin", "AdminCore", "AsyncAdmin"]
 
-T = TypeVar("T")
-
 _INT32_MAX = 2**31 - 1  # the broker's timeout_ms is an Int32 on the wire
 
 
@@ -80,11 +74,6 @@ def _configs(configs: Mapping[str, str]) -> dict[str, str]:
     return dict(configs)
 
 
-def _topic_resource(resource: type[T], topic: str, **fields: Any) -> list[T]:
-    """The ``resources`` of a config request about one topic."""
-    return [resource(resource_type=m.ConfigResourceType.TOPIC, resource_name=topic, **fields)]
-
-
 class AdminCore:
     """An admin client: topics, partitions, configs, log dirs, offsets, groups.
 
@@ -92,8 +81,10 @@ class AdminCore:
     :class:`~odradek.client.core.ClientCore`, whose client it uses (``request_timeout_ms`` is
     also the broker's own timeout for creating and deleting topics, adding partitions and
     deleting records, at most 2**31 - 1 ms). Each call also raises the first per-item error the
-    broker answers, in request order (see the module's documentation), and, before sending,
-    ``TypeError`` or ``ValueError`` naming a field the broker could not decode
+    broker answers, in request order (``create_topics``: ``TopicAlreadyExistsError``,
+    ``InvalidTopicError``, ...), rather than returning a per-item dict (``delete_group_offsets``
+    alone returns its partitions' errors: there a partial result is the usual one), and, before
+    sending, ``TypeError`` or ``ValueError`` naming a field the broker could not decode
     (:func:`~odradek.client.ops.check_decodable`).
     """
 
@@ -231,7 +222,11 @@ class AdminCore:
             m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.SET, value=v)
             for k, v in _configs(set or {}).items()
         ] + [m.AlterableConfig(name=k, config_operation=m.AlterConfigOp.DELETE) for k in delete]
-        resources = _topic_resource(m.AlterConfigsResource, topic, configs=configs)
+        resources = [
+            m.AlterConfigsResource(
+                resource_type=m.ConfigResourceType.TOPIC, resource_name=topic, configs=configs
+            )
+        ]
         resp, _ = yield Call(
             m.AlterConfigsRequest(
                 correlation_id=0, resources=resources, validate_only=validate_only
@@ -306,10 +301,9 @@ class AdminCore:
         """The groups' state, protocol and members; an unknown group is described as
         ``Dead`` with no members (Kafka)."""
         resp, _ = yield Call(m.DescribeGroupsRequest(correlation_id=0, groups=list(group_ids)))
+        _first_error(check(resp).groups, "group_id")  # type: ignore[attr-defined]
         out = []
-        for g in check(resp).groups:  # type: ignore[attr-defined]
-            if g.error_code:
-                raise for_code(g.error_code, g.group_id)
+        for g in resp.groups:  # type: ignore[attr-defined]
             members = [
                 MemberDescription(
                     mb.member_id,

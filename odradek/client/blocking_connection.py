@@ -117,14 +117,12 @@ class BlockingConnection:
         with self._core_lock:
             if self._error is not None:
                 raise self._error
-            cid, parts = self._core.send(request, raw, future)
+            _, parts = self._core.send(request, raw, future)
         try:
             with self._send_lock:
                 self._send_parts(parts)
         except OSError as exc:
-            with self._core_lock:
-                self._core.forget(cid)
-            raise self._fail(exc) from None
+            raise self._fail(exc) from None  # which fails ``future`` with the others
         return future
 
     def exchange(

@@ -149,8 +149,10 @@ class ClientCore:
     def list_offsets(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-        """ListOffsets: -2 earliest, -1 latest, else the first offset whose timestamp is at
-        least the one given (``None`` if none)."""
+        """ListOffsets: each partition's offset for its timestamp: -2 earliest, -1 latest, -3
+        the first record with the largest timestamp (KIP-734), else the first offset whose
+        timestamp is at least the one given (``None`` if none). Raises the first
+        per-partition error, in request order."""
         return list_offsets_op(timestamps)
 
     @operation

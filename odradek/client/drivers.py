@@ -24,11 +24,6 @@ A driver:
 Nothing else steps an operation. Cancellation (async): a cancelled effect ends the driver at
 once; the generator is closed when it is collected (``GeneratorExit`` runs its ``finally``
 blocks).
-
-Faces: a core marks each method that only builds an operation with :func:`operation` (its
-signature and docstring are the public ones); :func:`blocking_face` and :func:`async_face`
-give the face class one method per such operation, which runs it with :func:`drive` or
-:func:`drive_async` on the face's ``_io``.
 """
 
 from __future__ import annotations
@@ -117,7 +112,7 @@ _OP_RESULT = re.compile(r"^Op\[(.*)\]$", re.DOTALL)
 
 def operation(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a core method that returns an operation (annotated ``Op[T]``): each face gets a
-    method of the same name, signature and docstring returning ``T`` (see the module doc)."""
+    method of the same name, signature and docstring returning ``T``."""
     method.__operation__ = True  # type: ignore[attr-defined]
     return method
 
@@ -134,12 +129,12 @@ def _face_method(method: Callable[..., Any], run: Callable[..., Any]) -> Callabl
     return run
 
 
-def _operations(cls: type) -> list[tuple[str, Callable[..., Any]]]:
-    return [
-        (name, method)
-        for name in dir(cls)
-        if getattr(method := getattr(cls, name), "__operation__", False)
-    ]
+def _face(cls: type[T], wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> type[T]:
+    """Replace each :func:`operation` of ``cls`` with ``wrap(operation)``."""
+    for name in dir(cls):
+        if getattr(method := getattr(cls, name), "__operation__", False):
+            setattr(cls, name, wrap(method))
+    return cls
 
 
 def _blocking(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -179,14 +174,10 @@ class AsyncClosing:
 def blocking_face(cls: type[T]) -> type[T]:
     """Class decorator: each :func:`operation` of ``cls`` becomes a method that drives it on
     the calling thread with ``self._io`` (blocking until it is done)."""
-    for name, method in _operations(cls):
-        setattr(cls, name, _blocking(method))
-    return cls
+    return _face(cls, _blocking)
 
 
 def async_face(cls: type[T]) -> type[T]:
     """Class decorator: each :func:`operation` of ``cls`` becomes a coroutine method that
     drives it in the calling task with ``self._io``."""
-    for name, method in _operations(cls):
-        setattr(cls, name, _async(method))
-    return cls
+    return _face(cls, _async)

@@ -2,17 +2,15 @@
 
 Every class derives from :class:`KafkaError` and carries ``code`` (a
 :class:`odradek.protocol.errors.ErrorCode`), ``retriable`` (Kafka's flag for the code) and
-``message``. :func:`for_code` turns a code from a response into the matching exception instance. Two
-client-side conditions have no code of their own on the wire: :class:`KafkaConnectionError`
-(the connection failed or was lost; retriable) and :class:`KafkaTimeoutError` (a deadline such
-as ``request_timeout_ms`` or ``delivery_timeout_ms`` passed; final).
+``message``. :func:`for_code` turns a code from a response into the matching exception instance.
+Three client-side conditions have no code of their own on the wire: :class:`KafkaConnectionError`,
+:class:`KafkaTimeoutError` and :class:`SslAuthenticationError`.
 
 Naming: the Kafka name in CamelCase with ``Exception`` -> ``Error`` (``UNKNOWN_TOPIC_OR_PARTITION``
 -> :class:`UnknownTopicOrPartitionError`), except where Kafka's Java class is named differently
 (``MESSAGE_TOO_LARGE`` -> :class:`MessageSizeTooLargeError`, ``CORRUPT_MESSAGE`` ->
 :class:`CorruptRecordError`). Classes pickle by code and message, so they cross process
-boundaries (Spark executors). :class:`SslAuthenticationError` (the TLS handshake failed: an
-untrusted certificate, a host name it does not carry) has no code either; it is final.
+boundaries (Spark executors).
 """
 
 from __future__ import annotations
@@ -53,17 +51,17 @@ class KafkaConnectionError(KafkaError):
 
 
 class KafkaTimeoutError(KafkaError):
-    """A client-side deadline passed (request, delivery or metadata wait)."""
+    """A client-side deadline passed: ``request_timeout_ms``, ``delivery_timeout_ms`` or a
+    metadata wait (final)."""
 
     code = ErrorCode.REQUEST_TIMED_OUT
-    retriable = False
 
 
 class SslAuthenticationError(KafkaError):
-    """The TLS handshake with the broker failed (final: a retry would fail the same way)."""
+    """The TLS handshake with the broker failed: a certificate the client does not trust, or
+    one that does not name the host (final: a retry would fail the same way)."""
 
     code = ErrorCode.NETWORK_EXCEPTION
-    retriable = False
 
 
 # Kafka's Java class names where the mechanical rule does not give them.

@@ -170,9 +170,6 @@ def metadata_op(
 def list_offsets_op(
     timestamps: Mapping[TopicPartition, int],
 ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
-    """-2 earliest, -1 latest, -3 the first record with the largest timestamp (KIP-734), else
-    the first offset whose timestamp >= t (``None`` if none).
-    A per-partition error is raised (the first one, in request order)."""
     topics = request_topics(
         timestamps,
         m.ListOffsetsTopic,
@@ -271,9 +268,5 @@ def handshake_op(client_id: str) -> Op[BrokerMetadata | None]:
         lo, hi = ranges.get(int(key), (1, 0))
         if not lo <= 0 <= hi:
             raise for_code(ErrorCode.UNSUPPORTED_VERSION, f"broker does not speak {key.name} v0")
-    meta, _ = yield Call(m.MetadataRequest(correlation_id=0, topics=[]))
-    brokers = check(meta).brokers  # type: ignore[attr-defined]
-    if not brokers:
-        return None
-    b = brokers[0]
-    return BrokerMetadata(b.node_id, b.host, b.port)
+    meta = yield from metadata_op([])
+    return meta.brokers[0] if meta.brokers else None

@@ -73,11 +73,6 @@ class ProtocolCore:
             self._pending[cid] = (token, m.api_key_of(request))
         return cid, parts
 
-    def forget(self, cid: int) -> Any:
-        """Stop waiting for ``cid`` (its send failed); returns its token or ``None``."""
-        entry = self._pending.pop(cid, None)
-        return entry[0] if entry else None
-
     def receive(self, data: Buffer) -> list[tuple[Any, m.Response, memoryview]]:
         """Feed bytes from the socket; returns every response completed by them."""
         try:

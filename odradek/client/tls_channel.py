@@ -43,18 +43,17 @@ class TlsChannel:
         )
         self._lock = threading.Lock()
         self._raw = memoryview(bytearray(_RAW_BYTES))
-        while not self._handshake_step():
-            self._flush()
-            if not self._fill():
-                raise ConnectionError("the broker closed the connection in the TLS handshake")
+        while True:
+            try:
+                self._tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:  # send what it made, then feed it the broker's answer
+                self._flush()
+                if not self._fill():
+                    raise ConnectionError(
+                        "the broker closed the connection in the TLS handshake"
+                    ) from None
         self._flush()
-
-    def _handshake_step(self) -> bool:
-        try:
-            self._tls.do_handshake()
-        except ssl.SSLWantReadError:
-            return False
-        return True
 
     def _flush(self) -> None:
         data = self._outgoing.read()
