@@ -9,13 +9,10 @@ the records first if asked. A batch is *closed* when its estimated size reaches
 ``batch_size`` or when it is drained (linger expired, flush, close). Closing the batch of a
 topic's sticky partition moves the sticky partition (KIP-480).
 
-Batch lifecycle: open -> closed (ready) -> in flight -> completed once with
-``(base_offset, log_append_time_ms)`` or an error; a retriable failure puts it back at the
-*front* of the ready queue (ahead of later batches of its partition) until its delivery
-deadline (``delivery_timeout_ms`` after it was opened), when it fails wherever it is, ready or
-in flight (:meth:`Accumulator.take_expired`, ``ProducerCore._sender_round``). Completion runs
-the batch's callbacks exactly once; record futures (:mod:`odradek.client.futures`) read their
-result from the batch (:meth:`Batch.result`).
+Batch lifecycle: open -> closed (ready) -> in flight -> completed once, with
+``(base_offset, log_append_time_ms)`` or an error (its callbacks then run, once); a retried
+batch goes back to the *front* of the ready queue (when, and the delivery deadline: the rules
+of :mod:`odradek.client.producer_core`).
 
 Lock-free tails (both producers' hot path): the open batch of a topic's sticky partition may
 be a *tail*, published in :attr:`Accumulator.tails` (topic -> batch). Whoever pops it from
@@ -122,8 +119,7 @@ class Batch:
 
     def result(self, index: int) -> RecordMetadata:
         """The metadata of record ``index`` of the completed batch; raises its error if it
-        failed. Its timestamp is the broker's append time under LogAppendTime, else the
-        record's own (as Kafka's ``RecordMetadata.timestamp()``)."""
+        failed."""
         if self.error is not None:
             raise self.error
         timestamp_ms, key_size, value_size = self.records.metadata(index)
@@ -149,7 +145,7 @@ class Accumulator:
         linger_s: float,
         delivery_timeout_s: float,
         compression: Compression,
-        on_batch_closed: Callable[[TopicPartition, int], None],
+        on_batch_closed: Callable[[TopicPartition], None],
     ) -> None:
         self.batch_size = batch_size
         self.compression = compression
@@ -158,7 +154,7 @@ class Accumulator:
         self.open: dict[TopicPartition, Batch] = {}
         self.ready: deque[Batch] = deque()
         self.buffered_bytes = 0
-        self._on_batch_closed = on_batch_closed  # (tp, num records) -> sticky switch
+        self._on_batch_closed = on_batch_closed  # (tp) -> sticky switch
         self.tails: dict[str, Batch] = {}  # lock-free: popped by whoever appends or closes
         self.tail_of: dict[str, Batch] = {}  # each topic's live tail (under the caller's lock)
 
@@ -214,7 +210,8 @@ class Accumulator:
         if tail and not owned and value is not None and not headers:
             owned = topic not in self.tail_of  # the sticky batch becomes the topic's tail
             if owned:
-                self.make_tail(batch)
+                batch.is_tail = True
+                self.tail_of[topic] = batch
         self._account(batch)
         if owned:
             self.tails[topic] = batch
@@ -260,22 +257,10 @@ class Accumulator:
             self.close(batch)  # full: the next rows go to a new batch
         return end, batch, first, fresh
 
-    def make_tail(self, batch: Batch) -> None:
-        """Mark the (owned, open) ``batch`` as its topic's tail; the caller publishes it in
-        :attr:`tails` when done with it. Only when the topic has no live tail."""
-        assert batch.tp.topic not in self.tail_of
-        batch.is_tail = True
-        self.tail_of[batch.tp.topic] = batch
-
     def own_tail(self, batch: Batch) -> bool:
-        """Take ownership of the tail ``batch`` (pop it from :attr:`tails`); ``False`` while
-        another thread holds it."""
-        got = self.tails.pop(batch.tp.topic, None)
-        if got is batch:
-            return True
-        if got is not None:  # not ours: put it back (cannot happen while tail_of is kept)
-            self.tails[batch.tp.topic] = got
-        return False
+        """Take ownership of the tail ``batch``: pop it from :attr:`tails`, which holds it (a
+        topic's one live tail) or, while another thread holds it, nothing (``False``)."""
+        return self.tails.pop(batch.tp.topic, None) is batch
 
     def close(self, batch: Batch, owned: bool = False) -> bool:
         """Close an open batch, owning it first if it is a tail (:meth:`own_tail`) the caller
@@ -290,7 +275,7 @@ class Accumulator:
                     del self.tail_of[batch.tp.topic]
             self._account(batch)
             self.ready.append(batch)
-            self._on_batch_closed(batch.tp, len(batch))
+            self._on_batch_closed(batch.tp)
         return True
 
     def close_expired(self, now_s: float, force: bool) -> bool:

@@ -2,9 +2,7 @@
 ``async with``; ``fut = await p.send(...)`` then ``md = await fut`` (or
 ``fut.add_done_callback(fn)``, ``fut.result()``: :class:`DeliveryHandle`); ``await send_and_wait``.
 
-What it does (batching, partitioning, retries, errors) is
-:class:`~odradek.client.producer_core.ProducerCore`'s (see its module), the blocking producer's
-too. A sender task in the producer's own task group (entered in ``_running``: see
+A sender task in the producer's own task group (entered in ``_running``: see
 :class:`~odradek.client.lifetime.AsyncLifetime`) runs ``ProducerCore._sender_round`` and sends
 each Produce request in a task of its own.
 """
@@ -29,7 +27,7 @@ from odradek.client.lifetime import AsyncLifetime, task_group
 from odradek.client.ops import Op
 from odradek.client.producer_core import Placed, ProducerCore
 
-__all__ = ["AsyncProducer", "DeliveryHandle"]
+__all__ = ["AsyncProducer"]
 
 _monotonic = time.monotonic
 _core_send = ProducerCore.send

@@ -4,16 +4,11 @@ The bulk twin of ``send()`` for callers that already hold their records as colum
 sink): the values and keys of the rows named by ``rows`` are encoded straight from the
 column buffers into the partition's open batch by ``RecordBuffer.extend`` (C, or its
 pure-Python twin; :mod:`odradek.client.record_buffer`), so no Python object is made per record.
-The rules are ``send()``'s, per batch instead of per record:
-
-1. The partition is the given one, or (``None``) the default partitioner's sticky choice for
-   the topic, which moves on each time a batch of the topic closes (KIP-480), as for null-key
-   records sent one by one.
-2. Under the producer's append lock, the accumulator appends rows to the partition's open
-   batch (:meth:`~odradek.client.accumulator.Accumulator.add_columns`) up to ``batch_size``;
-   when rows are left, it closes the batch and this goes on with a new one (step 1 again).
-3. Before each batch, wait while ``buffer_memory`` is full (up to ``max_block_ms``), as
-   ``send()`` does.
+The rules are ``send()``'s (the wait for ``buffer_memory`` included), per batch instead of per
+record: each batch goes to the given partition or, if it is ``None``, to the one the configured
+partitioner picks for a null key, asked again for each batch (the default partitioner's sticky
+partition moves on each time a batch of the topic closes, KIP-480, as for null-key records
+sent one by one).
 
 One :class:`~odradek.client.futures.RecordFuture` per batch used (its first record's)
 is returned: a batch succeeds or fails as a whole. Records carry no headers and the time of

@@ -1,12 +1,7 @@
-"""What ``send`` returns: the delivery result of one record, read from its batch's.
-
-A batch (:class:`~odradek.client.accumulator.Batch`) completes once, with its base offset or
-an error; a record's result is derived from it and its index in the batch (one shared result
-per batch, as Kafka's ``FutureRecordMetadata``). The blocking producer returns a
-:class:`RecordFuture` (a ``concurrent.futures.Future``), the async one a
-:class:`DeliveryHandle` (awaitable, with the ``asyncio.Future`` methods aiokafka users call on
-a delivery, on every backend); a record refused before it was queued gets a
-:class:`FailedFuture` or a handle holding the error.
+"""What ``send`` returns: the delivery result of one record, read from its batch's (one shared
+result per :class:`~odradek.client.accumulator.Batch`, as Kafka's ``FutureRecordMetadata``): a
+:class:`RecordFuture` from the blocking producer, a :class:`DeliveryHandle` from the async one;
+a record refused before it was queued gets a :class:`FailedFuture` or a handle holding the error.
 """
 
 from __future__ import annotations
@@ -82,16 +77,10 @@ class RecordFuture(Future):  # type: ignore[type-arg]
         return self._batch.is_done
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
-        batch = self._batch
-        if not batch.is_done:
-            _wait_for(batch, timeout)
-        return batch.result(self._index)
+        return _finished(self._batch, timeout).result(self._index)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        batch = self._batch
-        if not batch.is_done:
-            _wait_for(batch, timeout)
-        return batch.error
+        return _finished(self._batch, timeout).error
 
     def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
         """Call ``fn(future)`` once the record is delivered or failed (at once if it is);
@@ -119,11 +108,14 @@ def record_future(batch: Batch, index: int) -> RecordFuture:
     return future
 
 
-def _wait_for(batch: Batch, timeout: float | None) -> None:
-    done = threading.Event()
-    batch.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout):
-        raise TimeoutError(f"record not delivered within {timeout} s")
+def _finished(batch: Batch, timeout: float | None) -> Batch:
+    """``batch`` once it has completed; ``TimeoutError`` if ``timeout`` seconds pass first."""
+    if not batch.is_done:
+        done = threading.Event()
+        batch.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout):
+            raise TimeoutError(f"record not delivered within {timeout} s")
+    return batch
 
 
 _new_object = object.__new__
@@ -195,12 +187,9 @@ class DeliveryHandle:
         return self._batch
 
     async def _result(self) -> RecordMetadata:
-        batch = self._batch
-        if batch is None:
-            assert self._error is not None
-            raise self._error
-        await batch_done(batch)
-        return batch.result(self._index)
+        if self._batch is not None:
+            await batch_done(self._batch)
+        return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         return self._result().__await__()

@@ -1,11 +1,6 @@
-"""What a Produce answer means for each of its batches, and whether a failed batch is sent again:
-the producer's response handling, written once for both faces (no I/O here).
-
-:func:`handle_produce_response` completes the batches that succeeded and names the error of
-each one that failed (a failed request fails them all); :func:`retry_at_s` decides, for each
-failed batch, when it is sent again or that it fails for good. The caller
-(``ProducerCore._complete``) puts the retried batches back at the front of the ready queue
-and completes the others with their error.
+"""What a Produce answer means for its batches (:func:`handle_produce_response`) and when a
+failed one is sent again (:func:`retry_at_s`), for both faces: ``ProducerCore._complete`` calls
+them (no I/O here).
 """
 
 from __future__ import annotations
@@ -29,8 +24,8 @@ def handle_produce_response(
     """Complete every successful batch; yield ``(batch, None)`` for those and
     ``(batch, error)`` for the failed ones (the caller retries or fails them).
 
-    ``response`` is ``None`` with ``error`` for a failed request, and ``None`` without an error
-    for acks=0 (the batches complete with offset -1)."""
+    ``response`` is ``None`` with ``error`` for a failed request (it fails every batch), and
+    ``None`` without an error for acks=0 (the batches complete with offset -1)."""
     if response is not None and response.error_code:  # the whole request failed
         error = for_code(response.error_code, response.error_message)
     if error is not None or response is None:  # failed, or acks=0: offsets unknown

@@ -1,6 +1,5 @@
-"""The blocking producer: thread-safe ``send()`` and a sender thread. What it does (batching,
-partitioning, retries, errors) is :class:`~odradek.client.producer_core.ProducerCore`'s (see
-its module), the async producer's too; this face adds threads and locks:
+"""The blocking face of :class:`~odradek.client.producer_core.ProducerCore`: thread-safe
+``send()`` and a sender thread. Its threads and locks:
 
 - ``send()`` (any thread) returns a :class:`~odradek.client.futures.RecordFuture`. A null-key
   record without headers or timestamp for the default (sticky) partitioner takes no lock (the

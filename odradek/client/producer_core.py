@@ -7,15 +7,13 @@ locking and sending (:mod:`odradek.client.producer`, :mod:`odradek.client.async_
 Rules (both faces):
 
 - Batches: per partition, in the :class:`~odradek.client.accumulator.Accumulator`. The
-  default ``batch_size`` is 1 MiB of estimated record bytes (big batches keep the per-record
-  cost low), capped at ``max_request_size`` (the broker's ``message.max.bytes`` is ~1 MiB);
-  ``buffer_memory`` (32 MiB) bounds what is buffered: ``send`` then waits.
+  default ``batch_size`` is 1 MiB: big batches keep the per-record cost low, and the broker's
+  ``message.max.bytes`` is ~1 MiB.
 - A Produce request holds at most one batch per partition; up to ``max_in_flight`` are out at
   once, so a retry may reorder the records of a partition (as Kafka without idempotence).
 - A retriable error or a lost connection puts a batch back ahead of the later batches of its
   partition, while :func:`~odradek.client.produce_response.retry_at_s` allows it; otherwise
-  every record of the batch fails with the error. A request unanswered after
-  ``request_timeout_ms`` closes the connection (its batches are retried).
+  every record of the batch fails with the error.
 - A batch fails with ``KafkaTimeoutError`` once ``delivery_timeout_ms`` has passed since it was
   opened, wherever it waits, ready or in flight (Kafka's ``delivery.timeout.ms``: see
   :meth:`ProducerCore._sender_round`).
@@ -43,10 +41,7 @@ from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.record_batch import HEADER_SIZE
 
-__all__ = [
-    "ProducerCore",
-    "as_bytes",
-]
+__all__ = ["ProducerCore"]
 
 Headers = list[tuple[str, bytes | None]] | None
 #: a record ready for the accumulator: topic, partition, key, value, timestamp, headers, size
@@ -181,7 +176,7 @@ class ProducerCore:
     def _init_face(self) -> None:
         """The face's own state (threads, locks, events), set up last."""
 
-    def _on_batch_closed(self, tp: TopicPartition, records: int) -> None:
+    def _on_batch_closed(self, tp: TopicPartition) -> None:
         self._partitioner.on_new_batch(tp.topic, tp.partition, self._partition_counts[tp.topic])
 
     def _place_op(
@@ -193,10 +188,8 @@ class ProducerCore:
         timestamp_ms: int | None,
         headers: Headers,
     ) -> Op[Placed | KafkaError]:
-        """Check a record and place it: the key and value as ``bytes`` (``TypeError`` for
-        other types), the partition (waiting for the topic's metadata the first time: see
-        :meth:`_topic_op`), the timestamp and its estimated size; or the error that fails its
-        delivery (an unknown or invalid topic, a partition out of range, a record too large)."""
+        """The record, checked, as :data:`Placed` (waiting for the topic's metadata the first
+        time), or the error that fails its delivery; raises what :meth:`send` raises."""
         if type(value) is not bytes and value is not None:
             value = as_bytes(value, "value")
         if type(key) is not bytes and key is not None:
@@ -289,19 +282,14 @@ class ProducerCore:
     def _sender_round(
         self, now_s: float
     ) -> tuple[int, list[Batch], Op[None] | None, float | None, list[Batch]] | None:
-        """What the sender does next: close the batches whose ``linger_ms`` passed (every one
-        while flushing or closing), take those whose delivery deadline passed (ready or in
-        flight, Kafka's ``delivery.timeout.ms``), then, if fewer than ``max_in_flight``
-        requests are out, take the batches of the next Produce request (at most one per
-        partition: see ``Accumulator.take_ready``). Returns ``(seq, batches, refresh, wait_s,
-        expired)``: fail ``expired`` (:meth:`_fail_expired`, with no lock held); send
-        ``batches`` if there are any (they are in flight from now, under ``seq`` in
-        ``_in_flight``, so a flush or a close sees them while they are being sent; the face
-        stamps the entry when the request is on the wire and ends it with :meth:`_complete`),
-        then run ``refresh`` unless it is ``None``
-        (the metadata refresh, when due: ``TopicPartitionCounts.due``); else wait ``wait_s``
-        seconds (``None``: until woken) before the next round. ``None`` once the producer is
-        closing and nothing is left to send or to await: the sender stops."""
+        """What the sender does next: ``(seq, batches, refresh, wait_s, expired)``. Fail
+        ``expired`` (:meth:`_fail_expired`, with no lock held); send ``batches`` if there are
+        any (they are in flight from now, under ``seq`` in ``_in_flight``, so a flush or a
+        close sees them while they are being sent; the face stamps the entry when the request
+        is on the wire and ends it with :meth:`_complete`), then run ``refresh`` unless it is
+        ``None`` (the metadata refresh, when due: ``TopicPartitionCounts.due``); else wait
+        ``wait_s`` seconds (``None``: until woken) before the next round. ``None`` once the
+        producer is closing and nothing is left to send or to await: the sender stops."""
         acc = self._acc
         cfg = self.config
         closed_all = acc.close_expired(now_s, force=self._flushing > 0 or self._closing)
@@ -371,9 +359,7 @@ class ProducerCore:
                 self._flushing -= 1
 
     def _complete(self, seq: int, response: Any, error: BaseException | None) -> None:
-        """End request ``seq`` from its response (or its error): every batch succeeds, fails,
-        or (if ``retry_at_s`` allows it and the producer is not closed) goes back to the front
-        of the ready queue; the bytes of the others are freed. The request leaves
+        """End request ``seq`` from its response (or its error). The request leaves
         ``_in_flight`` only with its retried batches back in the queue, under the same
         ``_locked()``, so a flush or a close never misses a batch; the batches are completed
         (their callbacks run) with no lock held. Nothing if ``close()`` gave up on it first."""

@@ -1,6 +1,5 @@
-"""The producer's metadata, written once for both faces (no I/O here): the partition count of
-every topic it sends to, refreshed every ``metadata_max_age_ms``, and the error that keeps a
-topic from getting records. ``ProducerCore._topic_op`` (the first wait for a topic) and
+"""The producer's metadata, written once for both faces (no I/O here): :class:`TopicPartitionCounts`
+and :func:`topic_error`. ``ProducerCore._topic_op`` (the first wait for a topic) and
 ``ProducerCore._refresh_op`` (the refresh) are the operations that ask the broker.
 """
 

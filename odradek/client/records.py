@@ -12,8 +12,7 @@ are taken (``take(n)``: :class:`odradek.client.record_decoder.DecodedRecords` sa
 body is decoded by :data:`decode_body`: the C decoder, ``odradek.client._record_decoder`` (its
 ``Records``), when it was built and ``NO_ODRADEK_EXTENSIONS`` is not set
 (:mod:`odradek.protocol.native`); else its pure-Python twin,
-:class:`odradek.client.record_decoder.DecodedRecords` (same arguments): the same records, and a
-corrupt batch for the same bodies.
+:class:`odradek.client.record_decoder.DecodedRecords`.
 
 Rules: each v2 batch's CRC-32C is checked (Kafka's ``check.crcs``); control batches are
 skipped (they still advance the position); records below the consumer's position are skipped

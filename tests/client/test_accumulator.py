@@ -24,7 +24,7 @@ def _accumulator(batch_size: int = 10 * SIZE) -> Accumulator:
         linger_s=60.0,
         delivery_timeout_s=60.0,
         compression=Compression.NONE,
-        on_batch_closed=lambda tp, n: None,
+        on_batch_closed=lambda tp: None,
     )
 
 

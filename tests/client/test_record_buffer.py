@@ -226,7 +226,7 @@ def test_a_record_that_closes_a_full_tail_never_publishes_a_plain_batch(tail_nex
         linger_s=60.0,
         delivery_timeout_s=60.0,
         compression=Compression.NONE,
-        on_batch_closed=lambda tp, n: None,
+        on_batch_closed=lambda tp: None,
     )
     first = None
     for _ in range(4):  # four 100-byte null-key records fill the tail
