@@ -44,7 +44,6 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         self._tg: anyio.abc.TaskGroup | None = None  # while running (_running)
         self._need_fetch: anyio.Event | None = None
         self._data: anyio.Event | None = None
-        self._iterator: list[ConsumerRecord] = []
 
     def _check_open(self) -> None:
         if self._tg is None:
@@ -80,20 +79,11 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
             finally:
                 await self._client.close()
 
-    # -- positions -------------------------------------------------------------------------
-    def _rewind(self) -> None:
-        if self._iterator:
-            self._fetcher.unread(self._unyielded())
-            self._iterator = []
-
-    def _unyielded(self) -> list[ConsumerRecord]:
-        return self._iterator[::-1]  # _iterator holds them last-first
-
+    # -- fetching ----------------------------------------------------------------------------
     def _kick(self) -> None:
         if self._need_fetch is not None:
             self._need_fetch.set()
 
-    # -- fetching ----------------------------------------------------------------------------
     async def _fetch_loop(self) -> None:
         """Sends a Fetch, in a task of its own, whenever partitions need data (several may be
         in flight, for different partitions: see :mod:`odradek.client.fetcher`)."""
@@ -145,15 +135,8 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         for the consumer as a whole (a failed request, a group error)."""
         self._check_open()
         self._rewind()
-        if self._group is None:
+        with self._polling():
             return await self._getmany(partitions, timeout_ms, max_records)
-        member = self._group.member
-        if member.poll_started():  # waiting here is not idle (max_poll_interval_ms)
-            self._group.wake()  # it left the group idle: join again
-        try:
-            return await self._getmany(partitions, timeout_ms, max_records)
-        finally:
-            member.poll_ended()
 
     async def _getmany(
         self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
@@ -190,14 +173,16 @@ class AsyncConsumer(AsyncLifetime, core.ConsumerCore):
         return await self._next_record(self.consumer_timeout_ms)
 
     async def _next_record(self, timeout_ms: float | None) -> ConsumerRecord:
-        """The next record of ``_iterator``, refilled by ``getmany`` (last-first) when empty;
+        """The next record drained for iteration, refilled by ``getmany`` when none is left;
         ``timeout_ms=None`` waits as long as it takes, else ``StopAsyncIteration`` after it."""
-        while not self._iterator:
-            batch = await self.getmany(timeout_ms=1000 if timeout_ms is None else timeout_ms)
-            if not batch and timeout_ms is not None:
+        for record in self._iter_it:
+            return record
+        wait_ms = 1000 if timeout_ms is None else timeout_ms
+        while not (batch := await self.getmany(timeout_ms=wait_ms)):
+            if timeout_ms is not None:
                 raise StopAsyncIteration
-            self._iterator = [r for records in batch.values() for r in records][::-1]
-        return self._iterator.pop()
+        self._hand_out(batch)  # no await since the drain: a cancellation loses nothing
+        return next(self._iter_it)
 
 
 def _cancel(tg: anyio.abc.TaskGroup) -> None:

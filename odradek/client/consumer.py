@@ -41,10 +41,6 @@ class Consumer(Closing, core.ConsumerCore):
     def _init_face(self) -> None:
         self._in_flight: list[tuple[dict[TopicPartition, int], Future[Any]]] = []
         self._not_before_s = 0.0  # fetch backoff after a failure
-        # records drained for iteration and the iterator handing them out (its length hint is
-        # the number not yet yielded)
-        self._iter_records: list[ConsumerRecord] = []
-        self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._closed = False
 
     def _check_open(self) -> None:
@@ -53,10 +49,6 @@ class Consumer(Closing, core.ConsumerCore):
 
     def _make_group(self, member: GroupMember) -> BlockingGroup:
         return BlockingGroup(self._client, member)
-
-    def _unyielded(self) -> list[ConsumerRecord]:
-        left = self._iter_it.__length_hint__()  # type: ignore[attr-defined]
-        return self._iter_records[len(self._iter_records) - left :]
 
     # -- polling -------------------------------------------------------------------------------
     def poll(
@@ -70,41 +62,31 @@ class Consumer(Closing, core.ConsumerCore):
     def _poll(
         self, timeout_ms: float, max_records: int
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        if self._group is None:
-            return self._poll_loop(timeout_ms, max_records)
-        member = self._group.member
-        member.poll_started()  # waiting in poll is not idle (max_poll_interval_ms)
-        try:
-            return self._poll_loop(timeout_ms, max_records)
-        finally:
-            member.poll_ended()
-
-    def _poll_loop(
-        self, timeout_ms: float, max_records: int
-    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         fetcher = self._fetcher
         deadline = _monotonic() + timeout_ms / 1000
-        while True:
-            if self._group is not None:
-                self._group.step()
-            self._collect(0)
-            if fetcher.positions_unknown() and _monotonic() >= self._not_before_s:
-                try:
-                    self._client.run(fetcher.resolve_positions_op())
-                except KafkaError as exc:  # as the async fetch task: a retriable one waits
-                    self._back_off(fetcher.on_error(exc))
-            fetcher.raise_errors()
-            records = fetcher.drain(max_records)
-            self._prefetch()
-            if records:
-                return records
-            remaining = deadline - _monotonic()
-            if remaining <= 0:
-                return {}
-            if not self._in_flight:
-                time.sleep(min(remaining, max(0.0, self._not_before_s - _monotonic()) or remaining))
-                continue
-            self._collect(remaining)
+        with self._polling():
+            while True:
+                if self._group is not None:
+                    self._group.step()
+                self._collect(0)
+                if fetcher.positions_unknown() and _monotonic() >= self._not_before_s:
+                    try:
+                        self._client.run(fetcher.resolve_positions_op())
+                    except KafkaError as exc:  # as the async fetch task: a retriable one waits
+                        self._back_off(fetcher.on_error(exc))
+                fetcher.raise_errors()
+                records = fetcher.drain(max_records)
+                self._prefetch()
+                if records:
+                    return records
+                remaining = deadline - _monotonic()
+                if remaining <= 0:
+                    return {}
+                if not self._in_flight:
+                    backoff_left_s = max(0.0, self._not_before_s - _monotonic())
+                    time.sleep(min(remaining, backoff_left_s or remaining))
+                    continue
+                self._collect(remaining)
 
     def _prefetch(self) -> None:
         """Send a Fetch for the partitions that need data now, if any (so several may be in
@@ -176,22 +158,8 @@ class Consumer(Closing, core.ConsumerCore):
                 break
             if deadline is not None and _monotonic() >= deadline:
                 return False
-        if len(batch) == 1:
-            [records] = batch.values()
-        else:
-            records = list(chain.from_iterable(batch.values()))
-        self._iter_records = records
-        self._iter_it = iter(records)
+        self._hand_out(batch)
         return True
-
-    def _rewind(self) -> None:
-        unyielded = self._unyielded()
-        if unyielded:
-            self._fetcher.unread(unyielded)
-        # exhaust the iterator in place: a running ``for`` loop holds it (see __iter__)
-        self._iter_it.__setstate__(len(self._iter_records))  # type: ignore[attr-defined]
-        self._iter_records = []
-        self._iter_it = iter(self._iter_records)
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:

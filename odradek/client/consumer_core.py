@@ -6,13 +6,16 @@ its configuration, the group member, assignment, lag, and every method that is a
 :class:`ConsumerCore` is the base of :class:`odradek.client.consumer.Consumer` and
 :class:`odradek.client.async_consumer.AsyncConsumer`. A face adds only how it waits: its
 client (:attr:`ConsumerCore._client_type`), its own state (:meth:`ConsumerCore._init_face`), its
-group driver (:meth:`ConsumerCore._make_group`), how it fetches and how it hands records out. The
-constructor, its signature and its documentation are the core's alone.
+group driver (:meth:`ConsumerCore._make_group`), how it fetches and how it iterates (over the
+core's records drained for iteration: :meth:`ConsumerCore._hand_out`). The constructor, its
+signature and its documentation are the core's alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
 from odradek.client.config import ConsumerConfig, options_of
@@ -24,7 +27,7 @@ from odradek.client.ops import Op, list_offsets_op, metadata_op
 from odradek.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from odradek.protocol import messages as m
 
-__all__ = ["ConsumerCore", "offsets_op"]
+__all__ = ["ConsumerCore"]
 
 
 class ConsumerCore:
@@ -69,6 +72,10 @@ class ConsumerCore:
         callbacks = {k: options.pop(k) for k in _CALLBACKS if k in options}
         self.config = cfg = ConsumerConfig(bootstrap_servers=bootstrap_servers, **options)
         self._fetcher = Fetcher(cfg)
+        # records drained for iteration and the iterator handing them out (its length hint is
+        # the number not yet handed out): _hand_out, _unyielded, _rewind
+        self._iter_records: list[ConsumerRecord] = []
+        self._iter_it: Iterator[ConsumerRecord] = iter(self._iter_records)
         self._client = self._io = self._client_type(config=cfg)
         self._init_face()
         member = None
@@ -92,11 +99,6 @@ class ConsumerCore:
         """The face's driver of the group member (BlockingGroup or AsyncGroup)."""
         raise NotImplementedError
 
-    def _rewind(self) -> None:
-        """Give the records drained for iteration but not handed out yet back to the fetcher,
-        so positions, commits and the next poll start at the first of them."""
-        raise NotImplementedError
-
     def _check_open(self) -> None:
         """Raise :class:`~odradek.client.errors.KafkaError` if the consumer is closed (async:
         not running), as ``poll`` does."""
@@ -105,9 +107,37 @@ class ConsumerCore:
     def _kick(self) -> None:
         """The assignment or a position changed: the async face's fetch task looks again."""
 
+    def _member(self) -> GroupMember:
+        if self._group is None:
+            raise ValueError("this needs a consumer with a group_id")
+        return self._group.member  # type: ignore[no-any-return]
+
+    # -- records drained for iteration --------------------------------------------------------
+    def _hand_out(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        """The records of ``batch`` (a drain), in order, are the next iteration hands out (call
+        it once the last ones are all handed out or rewound)."""
+        if len(batch) == 1:
+            [records] = batch.values()
+        else:
+            records = list(chain.from_iterable(batch.values()))
+        self._iter_records = records
+        self._iter_it = iter(records)
+
     def _unyielded(self) -> list[ConsumerRecord]:
         """The records drained for iteration but not handed out yet, in order."""
-        raise NotImplementedError
+        left = self._iter_it.__length_hint__()  # type: ignore[attr-defined]
+        return self._iter_records[len(self._iter_records) - left :]
+
+    def _rewind(self) -> None:
+        """Give the records drained for iteration but not handed out yet back to the fetcher,
+        so positions, commits and the next poll start at the first of them."""
+        unyielded = self._unyielded()
+        if unyielded:
+            self._fetcher.unread(unyielded)
+        # exhaust the iterator in place: a running ``for`` loop holds it (Consumer.__iter__)
+        self._iter_it.__setstate__(len(self._iter_records))  # type: ignore[attr-defined]
+        self._iter_records = []
+        self._iter_it = iter(self._iter_records)
 
     def _consumed(self) -> dict[TopicPartition, int]:
         """What to commit: each partition's position, moved back to its first record drained
@@ -119,10 +149,20 @@ class ConsumerCore:
                 out[tp] = record.offset
         return out
 
-    def _member(self) -> GroupMember:
+    @contextmanager
+    def _polling(self) -> Iterator[None]:
+        """Around each wait for records: waiting inside a poll is not idle
+        (``max_poll_interval_ms``: :meth:`GroupMember.poll_started`)."""
         if self._group is None:
-            raise ValueError("this needs a consumer with a group_id")
-        return self._group.member  # type: ignore[no-any-return]
+            yield
+            return
+        member = self._group.member
+        if member.poll_started():  # it left the group idle: join again
+            self._group.wake()
+        try:
+            yield
+        finally:
+            member.poll_ended()
 
     # -- assignment and positions ------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -297,9 +337,7 @@ class ConsumerCore:
                 raise ValueError(
                     f"timestamp for {tp} must be >= 0, or -1 (latest) or -2 (earliest), not {ts}"
                 )
-        return (
-            yield from list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
-        )
+        return list_offsets_op({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
 
     @operation
     def topics(self) -> Op[set[str]]:

@@ -182,17 +182,14 @@ class Fetcher:
                 self.positions[tp] = hit.offset
 
     def position_op(self, tp: TopicPartition) -> Op[int]:
-        """The offset of the next record ``tp`` hands out, resolving a pending reset. Raises
-        ``ValueError`` if ``tp`` is not assigned."""
+        """The operation of :meth:`odradek.client.consumer_core.ConsumerCore.position`."""
         tp = self._check(tp)
         yield from self.resolve_positions_op()
         return self.positions[tp]  # type: ignore[return-value]
 
     # -- fetching ----------------------------------------------------------------------------
     def fetchable(self) -> dict[TopicPartition, int]:
-        """``{tp: fetch offset}`` for partitions that need data now (invariant 1): nothing
-        buffered, or a buffer with no whole batch left to decode (prefetch: the records
-        already decoded are still being handed out; the fetch starts after them)."""
+        """``{tp: fetch offset}`` for the partitions that need data now (invariants 1 and 4)."""
         out = {}
         in_flight, paused = self.in_flight, self.paused
         for tp, pos in self.positions.items():

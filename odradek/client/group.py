@@ -1,15 +1,9 @@
 """Consumer-group membership as a sans-I/O state machine, shared by both consumer faces.
 
 :class:`GroupMember` holds the membership (member id, generation, assignment, subscription)
-and drives a :class:`~odradek.client.fetcher.Fetcher`. Its operations are generators (as in
-:mod:`odradek.client.ops`) that yield three kinds of effects, which a driver
-(:mod:`odradek.client.group_driver`: blocking or anyio) carries out and answers:
-
-- :class:`odradek.client.ops.Call`: send a request, send back ``(response, raw_tail)`` (or throw the
-  call's exception in);
-- :class:`Sleep`: a backoff before a retry;
-- :class:`Notify`: run a rebalance callback (``on_revoked`` / ``on_assigned``) with a set of
-  partitions (an exception it raises is thrown back in and ends the operation).
+and drives a :class:`~odradek.client.fetcher.Fetcher`. Its operations are sans-I/O (effects and
+drivers: :mod:`odradek.client.drivers`), run in the background by
+:mod:`odradek.client.group_driver` (blocking or anyio).
 
 Rebalance protocol (Kafka's, over the broker's server-side assignment, docs/protocol.md;
 rules 2 and 3 are :func:`odradek.client.rebalance.rebalance_op`):
@@ -24,8 +18,7 @@ rules 2 and 3 are :func:`odradek.client.rebalance.rebalance_op`):
 3. JoinGroup (with the KIP-394 member-id round trip), SyncGroup, then OffsetFetch for the
    partitions added; they start at their committed offset (the next offset to read) or, with
    none committed, by ``auto_offset_reset`` (``none``: the next poll raises). Then
-   ``on_assigned(added)``. Retriable failures back off (``retry_backoff_ms`` doubling) and
-   retry; ``UNKNOWN_MEMBER_ID`` restarts with a new member id; non-retriable errors raise.
+   ``on_assigned(added)``. Errors: :mod:`odradek.client.rebalance`.
 4. Heartbeats (``heartbeat_interval_ms``) run only while the member is stable (not joining);
    an answer about a generation the member has left since is ignored.
 5. Liveness (KIP-62, as in Java, kafka-python, aiokafka): a stable member whose application

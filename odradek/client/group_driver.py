@@ -1,9 +1,8 @@
 """How each consumer face runs its :class:`odradek.client.group.GroupMember` in the background.
 
-The member's operations are driven with the face's client as the I/O object
-(:mod:`odradek.client.drivers`): requests through ``Client.call`` (reconnection and retries;
-a JoinGroup may wait its rebalance timeout more), backoffs as sleeps, rebalance callbacks
-through ``notify``. What differs is only where the periodic step runs:
+The member's operations are driven (:mod:`odradek.client.drivers`) with the face's client as
+the I/O object (a JoinGroup may wait its rebalance timeout more than ``request_timeout_ms``).
+What differs is only where the periodic step runs:
 
 - :class:`BlockingGroup` (for :class:`odradek.client.consumer.Consumer`): the rebalance and
   auto-commit step runs inside ``poll`` on the calling thread (callbacks run inside ``poll``,

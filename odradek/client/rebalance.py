@@ -1,16 +1,13 @@
 """A consumer group's rebalance, rules 2 and 3 of :mod:`odradek.client.group`, as a sans-I/O
-operation on a :class:`~odradek.client.group.GroupMember` (its effects as there: ``Call``,
-``Sleep``, ``Notify``).
+operation on a :class:`~odradek.client.group.GroupMember` (effects:
+:mod:`odradek.client.drivers`). A member that lost its membership (generation -1) revokes
+everything first, as eager assignors do, even under ``cooperative-sticky``.
 
-1. Revoke first what the member must not keep through the join: everything for eager
-   assignors, or for a member that lost its membership (generation -1).
-2. JoinGroup and SyncGroup until they succeed: ``REBALANCE_IN_PROGRESS``,
-   ``ILLEGAL_GENERATION`` and ``UNKNOWN_MEMBER_ID`` join again at once (the last two with the
-   generation dropped, ``UNKNOWN_MEMBER_ID`` with a new member id), retriable and connection
-   errors after a backoff; anything else raises. Abandoned (cancelled, a fatal error), the
-   member is left with ``rejoin_needed``, so its next poll joins again.
-3. Revoke what moved away (``cooperative-sticky``), assign the new set to the fetcher, start
-   the partitions added at their committed offsets (OffsetFetch), then ``on_assigned(added)``.
+Errors: JoinGroup and SyncGroup are sent until they succeed: ``REBALANCE_IN_PROGRESS``,
+``ILLEGAL_GENERATION`` and ``UNKNOWN_MEMBER_ID`` join again at once (the last two with the
+generation dropped, ``UNKNOWN_MEMBER_ID`` with a new member id), retriable and connection errors
+after a backoff (``retry_backoff_ms`` doubling); anything else raises. Abandoned (cancelled, a
+fatal error), the member is left with ``rejoin_needed``, so its next poll joins again.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ REJOIN_CODES = {
 
 
 def rebalance_op(member: GroupMember) -> Op[None]:
-    """Join (again) and take the assignment the group's leader made (steps 1 to 3 above)."""
+    """Join (again) and take the assignment the group's leader made (group rules 2 and 3)."""
     if member.assignment and (not member.cooperative or member.generation < 0):  # < 0: lost
         yield from _revoke_op(member, set(member.assignment))
     failures = 0

@@ -5,9 +5,7 @@ The records are checked and decoded by :func:`odradek.protocol.records.record_co
 pure-Python record loop, whose rules are the C decoder's: both accept and reject the same
 bodies and give the same records (``tests/client/test_record_decoder.py`` runs them side by
 side). A field running past the body raises IndexError (a corrupt batch to
-:class:`odradek.client.records.BatchCursor`). :class:`DecodedRecords` holds the columns and
-builds the ConsumerRecords as they are taken, ``take(n)`` and ``len()`` like the C decoder's
-``Records``.
+:class:`odradek.client.records.BatchCursor`).
 """
 
 from __future__ import annotations
