@@ -148,11 +148,7 @@ class AdminCore:
     def list_topics(self, *, internal: bool = False) -> Op[set[str]]:
         """The topic names (internal topics too with ``internal``)."""
         meta = yield from metadata_op(None)
-        return {
-            name
-            for name, info in meta.topics.items()
-            if not info.error_code and (internal or not info.is_internal)
-        }
+        return meta.topic_names(internal)
 
     @operation
     def describe_topics(self, names: list[str] | None = None) -> Op[list[TopicDescription]]:

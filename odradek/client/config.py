@@ -92,6 +92,14 @@ class ClientConfig:
     #: options that must be > 0 (the other ints must be >= 0)
     _POSITIVE = frozenset()
 
+    def backoff_s(self, attempt: int) -> float:
+        """The wait before retry number ``attempt`` (0-based), in seconds: ``retry_backoff_ms``
+        doubling with each attempt, at most ``retry_backoff_max_ms`` (every retry, every
+        client kind)."""
+        return (
+            min(self.retry_backoff_ms * (1 << min(attempt, 30)), self.retry_backoff_max_ms) / 1000
+        )
+
     def __post_init__(self) -> None:
         _set(self, "bootstrap_servers", tuple(parse_bootstrap(self.bootstrap_servers)))
         _set(self, "ssl_context", check_security(self))

@@ -343,7 +343,7 @@ class ConsumerCore:
     def topics(self) -> Op[set[str]]:
         """The names of the cluster's topics, internal ones left out."""
         meta = yield from metadata_op(None)
-        return {n for n, i in meta.topics.items() if not i.is_internal and not i.error_code}
+        return meta.topic_names()
 
     @operation
     def partitions_for_topic(self, topic: str) -> Op[set[int] | None]:

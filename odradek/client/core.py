@@ -1,8 +1,7 @@
 """The low-level client written once (sans-I/O, the h11 model: no sockets here):
 :class:`ClientCore`, its constructor, bootstrap, reconnection and retries as operations that
 the blocking and async clients drive (:mod:`odradek.client.drivers`), over connections that
-each drive a :class:`~odradek.client.protocol_core.ProtocolCore`. Also here: the exponential
-backoff schedule used by retries.
+each drive a :class:`~odradek.client.protocol_core.ProtocolCore`.
 """
 
 from __future__ import annotations
@@ -33,12 +32,7 @@ from odradek.protocol.frames import Buffer
 
 T = TypeVar("T")
 
-__all__ = ["ClientCore", "backoff_ms", "parse_bootstrap"]
-
-
-def backoff_ms(attempt: int, base_ms: int, max_ms: int) -> int:
-    """Delay before retry number ``attempt`` (0-based): ``base * 2**attempt`` capped at max."""
-    return min(base_ms * (1 << min(attempt, 30)), max_ms)
+__all__ = ["ClientCore", "parse_bootstrap"]
 
 
 class _Open(NamedTuple):
@@ -203,12 +197,10 @@ class ClientCore:
                     f"{type(request).__name__} got no response in {timeout_ms} ms"
                 ) from None
             except KafkaConnectionError:
-                delay_ms = backoff_ms(
-                    attempt, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms
-                )
-                if self._closed or time.monotonic() + delay_ms / 1000 >= deadline_s:
+                delay_s = self.config.backoff_s(attempt)
+                if self._closed or time.monotonic() + delay_s >= deadline_s:
                     raise
-                yield Sleep(delay_ms / 1000)  # backoff between reconnection attempts
+                yield Sleep(delay_s)  # backoff between reconnection attempts
                 attempt += 1
 
     def _connection_op(self, deadline_s: float | None = None) -> Generator[Any, Any, Any]:

@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from odradek.client.config import ConsumerConfig
-from odradek.client.core import backoff_ms
 from odradek.client.errors import KafkaError, OffsetOutOfRangeError  # type: ignore[attr-defined]
 from odradek.client.group_ops import fetch_offsets_op
 from odradek.client.ops import Op, list_offsets_op
@@ -55,6 +54,7 @@ _RESET_TIMESTAMPS = {"earliest": m.EARLIEST_TIMESTAMP, "latest": m.LATEST_TIMEST
 
 class Fetcher:
     def __init__(self, config: ConsumerConfig) -> None:
+        self.config = config
         self.auto_offset_reset = config.auto_offset_reset
         self.group_id = config.group_id
         # the keyword arguments of ops.fetch_op
@@ -76,7 +76,6 @@ class Fetcher:
         self.paused: set[TopicPartition] = set()  # invariant 4
         # partition -> the offsets of the Fetch in flight for it (see fetch_started)
         self.in_flight: dict[TopicPartition, dict[TopicPartition, int]] = {}
-        self._backoff_ms = (config.retry_backoff_ms, config.retry_backoff_max_ms)
         self._failures = 0  # fetches failed in a row (the backoff doubles)
 
     # -- assignment and positions ------------------------------------------------------------
@@ -267,7 +266,7 @@ class Fetcher:
             self._failures = 0
             return 0.0
         self._failures += 1
-        return backoff_ms(self._failures - 1, *self._backoff_ms) / 1000
+        return self.config.backoff_s(self._failures - 1)
 
     def raise_errors(self, partitions: Collection[TopicPartition] = ()) -> None:
         """Raise the first queued error (of ``partitions`` or the consumer's, if given)."""

@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from odradek.client.config import ConsumerConfig
-from odradek.client.core import backoff_ms
 from odradek.client.drivers import Sleep
 from odradek.client.errors import CommitFailedError, KafkaError
 from odradek.client.fetcher import Fetcher
@@ -182,18 +181,10 @@ class GroupMember:
             log.warning("group %s: metadata for the pattern failed: %s", self.group_id, exc)
             self.next_metadata_s = self.clock() + self.config.retry_backoff_ms / 1000
             return
-        topics = sorted(
-            name
-            for name, info in meta.topics.items()
-            if not info.is_internal and not info.error_code and self.pattern.fullmatch(name)
-        )
+        topics = sorted(filter(self.pattern.fullmatch, meta.topic_names()))
         if topics != self.topics:
             self.topics = topics
             self.rejoin_needed = True
-
-    def backoff_s(self, failures: int) -> float:
-        cfg = self.config
-        return backoff_ms(failures, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
 
     # -- heartbeats ----------------------------------------------------------------------------
     def heartbeat_op(self) -> Op[None]:
@@ -255,7 +246,7 @@ class GroupMember:
                     ) from exc
                 if not exc.retriable or self.clock() >= deadline:
                     raise
-            yield Sleep(self.backoff_s(failures))
+            yield Sleep(self.config.backoff_s(failures))
             failures += 1
         for tp, om in normal.items():
             self.last_committed[tp] = om.offset

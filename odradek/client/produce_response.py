@@ -10,7 +10,6 @@ from typing import Any
 
 from odradek.client.accumulator import Batch
 from odradek.client.config import ProducerConfig
-from odradek.client.core import backoff_ms
 from odradek.client.errors import for_code
 from odradek.protocol import messages as m
 from odradek.protocol.errors import ErrorCode
@@ -62,6 +61,5 @@ def retry_at_s(
     deadline passed while it was in flight)."""
     if batch.is_done or not getattr(error, "retriable", False) or batch.attempts > config.retries:
         return None
-    delay_ms = backoff_ms(batch.attempts - 1, config.retry_backoff_ms, config.retry_backoff_max_ms)
-    at_s = now_s + delay_ms / 1000
+    at_s = now_s + config.backoff_s(batch.attempts - 1)
     return at_s if at_s < batch.deadline_s else None

@@ -28,7 +28,6 @@ from typing import Any
 
 from odradek.client.accumulator import Accumulator, Batch
 from odradek.client.config import ProducerConfig, options_of
-from odradek.client.core import backoff_ms
 from odradek.client.drivers import Sleep, operation
 from odradek.client.errors import KafkaError, KafkaTimeoutError, for_code
 from odradek.client.ops import Op, build_produce, metadata_op
@@ -240,7 +239,7 @@ class ProducerCore:
                         f"topic {topic!r} not present in metadata after {cfg.max_block_ms} ms"
                     )
                 raise error
-            delay_s = backoff_ms(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) / 1000
+            delay_s = cfg.backoff_s(attempt)
             attempt += 1
             yield Sleep(min(delay_s, remaining_s))  # backoff before asking the broker again
 

@@ -107,7 +107,7 @@ def _membership_error(member: GroupMember, exc: KafkaError, failures: int) -> fl
         return 0.0
     if exc.retriable or isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
         log.warning("group %s: join failed, retrying: %s", member.group_id, exc)
-        return member.backoff_s(failures)
+        return member.config.backoff_s(failures)
     raise exc
 
 

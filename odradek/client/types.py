@@ -81,6 +81,14 @@ class ClusterMetadata(NamedTuple):
     topics: dict[str, TopicMetadata]
     controller_id: int = -1
 
+    def topic_names(self, internal: bool = False) -> set[str]:
+        """The topics answered without an error (internal ones only with ``internal``)."""
+        return {
+            name
+            for name, info in self.topics.items()
+            if not info.error_code and (internal or not info.is_internal)
+        }
+
 
 class ClusterDescription(NamedTuple):
     """``Admin.describe_cluster``: what Kafka's ``DescribeClusterResult`` holds (a single

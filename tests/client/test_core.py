@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.client.accumulator import Batch, encode_batch
-from odradek.client.core import backoff_ms, parse_bootstrap
+from odradek.client.config import ClientConfig
+from odradek.client.core import parse_bootstrap
 from odradek.client.errors import KafkaConnectionError
 from odradek.client.protocol_core import ProtocolCore, ProtocolViolation, connection_error
 from odradek.client.records import iter_records
@@ -62,7 +63,8 @@ def test_parse_bootstrap_and_backoff() -> None:
         parse_bootstrap("")
     with pytest.raises(ValueError):
         parse_bootstrap("h:x")
-    assert [backoff_ms(i, 100, 1000) for i in range(6)] == [100, 200, 400, 800, 1000, 1000]
+    config = ClientConfig(bootstrap_servers="h:1", retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    assert [config.backoff_s(i) for i in range(6)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
 
 
 def test_connection_failures_are_worded_once_for_both_connections() -> None:
