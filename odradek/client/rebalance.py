@@ -112,12 +112,17 @@ def _membership_error(member: GroupMember, exc: KafkaError, failures: int) -> fl
 
 
 def _revoke_op(member: GroupMember, partitions: set[TopicPartition]) -> Op[None]:
-    """Commit (auto-commit), tell the application, then stop reading ``partitions``."""
+    """Commit (auto-commit), tell the application, then stop reading ``partitions``. They are
+    revoked even if ``on_revoked`` raises (its exception then ends the rebalance, to be raised
+    by the poll, and the next poll joins without calling it again), as in Java's
+    ``ConsumerCoordinator.onJoinPrepare``."""
     member.release()
     if member.enable_auto_commit and member.generation >= 0:
         offsets = {tp: off for tp, off in member.consumed().items() if tp in partitions}
         yield from member.commit_quietly_op(offsets)
-    if member.on_revoked is not None:
-        yield Notify(member.on_revoked, set(partitions))
-    member.assignment -= partitions
-    member.fetcher.assign(member.assignment)
+    try:
+        if member.on_revoked is not None:
+            yield Notify(member.on_revoked, set(partitions))
+    finally:
+        member.assignment -= partitions
+        member.fetcher.assign(member.assignment)

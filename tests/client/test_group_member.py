@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from odradek.client.config import ConsumerConfig
-from odradek.client.drivers import Call
+from odradek.client.drivers import Call, Notify
 from odradek.client.errors import (  # type: ignore[attr-defined]
     CommitFailedError,
     KafkaConnectionError,
@@ -79,3 +79,26 @@ def test_a_commit_the_rebalanced_group_refuses_raises_commit_failed(code: ErrorC
     with pytest.raises(CommitFailedError, match=code.name) as caught:
         commit.throw(for_code(code, "g: t-0"))
     assert caught.value.__cause__.code == code and member.rejoin_needed
+
+
+def test_a_revoke_callback_that_raises_still_revokes_and_is_not_called_again() -> None:
+    """As Java's ConsumerCoordinator.onJoinPrepare: an exception from ``on_revoked`` is raised
+    (by the poll), but the partitions are revoked all the same, and the next poll goes on with
+    the join without calling the callback again (before, the member kept the partitions and
+    the next poll revoked them again, calling the callback once more)."""
+    config = ConsumerConfig(bootstrap_servers="h", group_id="g", enable_auto_commit=False)
+    member = GroupMember(config, Fetcher(config), dict, on_revoked=lambda partitions: None)
+    member.subscribe(["t"])
+    tp = TopicPartition("t", 0)
+    member.member_id, member.generation, member.assignment = "m-1", 3, {tp}  # joined, eager
+    member.fetcher.assign({tp})
+    member.rejoin_needed = True  # the group is rebalancing
+    op = member.poll_op()
+    notify = next(op)
+    assert isinstance(notify, Notify) and notify.partitions == {tp}
+    with pytest.raises(RuntimeError, match="callback failed"):
+        op.throw(RuntimeError("the application's callback failed"))
+    assert member.assignment == set() and tp not in member.fetcher.positions
+    assert member.rejoin_needed
+    join = next(member.poll_op())  # the next poll joins at once: no second Notify
+    assert isinstance(join, Call) and isinstance(join.request, m.JoinGroupRequest)
