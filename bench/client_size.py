@@ -38,7 +38,7 @@ TITLE = "odradek/client/ lines by kind, working tree vs baseline_rev"
 Say = Callable[[str], None]
 KINDS = ("raw", "code", "docstring", "comment", "blank")
 PACKAGE = "odradek/client/"
-#: modules added after 7d68a8c for a feature the client did not have then
+#: modules added after 7d68a8c (the default baseline_rev) for a feature the client lacked then
 LATER_FEATURE_MODULES = {
     "security.py": "TLS and SASL (the security issue)",
     "tls_channel.py": "TLS and SASL (the security issue)",

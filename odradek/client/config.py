@@ -94,8 +94,7 @@ class ClientConfig:
 
     def backoff_s(self, attempt: int) -> float:
         """The wait before retry number ``attempt`` (0-based), in seconds: ``retry_backoff_ms``
-        doubling with each attempt, at most ``retry_backoff_max_ms`` (every retry, every
-        client kind)."""
+        doubling with each attempt, at most ``retry_backoff_max_ms``."""
         return (
             min(self.retry_backoff_ms * (1 << min(attempt, 30)), self.retry_backoff_max_ms) / 1000
         )

@@ -114,8 +114,8 @@ class ConsumerCore:
 
     # -- records drained for iteration --------------------------------------------------------
     def _hand_out(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> None:
-        """The records of ``batch`` (a drain), in order, are the next iteration hands out (call
-        it once the last ones are all handed out or rewound)."""
+        """The records of ``batch`` (a drain), in order, are the next records iteration hands
+        out (call it once the last ones are all handed out or rewound)."""
         if len(batch) == 1:
             [records] = batch.values()
         else:

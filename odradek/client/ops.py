@@ -170,6 +170,7 @@ def metadata_op(
 def list_offsets_op(
     timestamps: Mapping[TopicPartition, int],
 ) -> Op[dict[TopicPartition, OffsetAndTimestamp | None]]:
+    """The operation of :meth:`odradek.client.core.ClientCore.list_offsets` (its contract)."""
     topics = request_topics(
         timestamps,
         m.ListOffsetsTopic,

@@ -23,7 +23,7 @@ from odradek.client.types import TopicPartition
 from odradek.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from odradek.client.group import GroupMember
+    from odradek.client.group import Callback, GroupMember
 
 __all__ = ["REJOIN_CODES", "rebalance_op"]
 
@@ -38,9 +38,14 @@ REJOIN_CODES = {
 
 
 def rebalance_op(member: GroupMember) -> Op[None]:
-    """Join (again) and take the assignment the group's leader made (group rules 2 and 3)."""
+    """Join (again) and take the assignment the group's leader made (group rules 2 and 3).
+
+    A rebalance callback that raises does not stop it, as in Java's ``ConsumerCoordinator``:
+    the partitions are revoked and assigned all the same, the other callback still runs, and
+    the first callback's exception is raised once the member has its new assignment."""
+    callback_error: Exception | None = None
     if member.assignment and (not member.cooperative or member.generation < 0):  # < 0: lost
-        yield from _revoke_op(member, set(member.assignment))
+        callback_error = yield from _revoke_op(member, set(member.assignment))
     failures = 0
     member.joining = True
     try:
@@ -65,7 +70,8 @@ def rebalance_op(member: GroupMember) -> Op[None]:
         member.joining = False
     revoked = member.assignment - new
     if revoked:  # cooperative: only what moved away
-        yield from _revoke_op(member, revoked)
+        error = yield from _revoke_op(member, revoked)
+        callback_error = callback_error or error
     added = new - member.assignment
     member.assignment = new
     member.fetcher.assign(new)  # positions of kept partitions stay
@@ -83,7 +89,10 @@ def rebalance_op(member: GroupMember) -> Op[None]:
         sorted(new),
     )
     if member.on_assigned is not None:
-        yield Notify(member.on_assigned, added)
+        error = yield from _callback_op(member.on_assigned, added)
+        callback_error = callback_error or error
+    if callback_error is not None:
+        raise callback_error
 
 
 def _join_and_sync_op(
@@ -111,18 +120,26 @@ def _membership_error(member: GroupMember, exc: KafkaError, failures: int) -> fl
     raise exc
 
 
-def _revoke_op(member: GroupMember, partitions: set[TopicPartition]) -> Op[None]:
-    """Commit (auto-commit), tell the application, then stop reading ``partitions``. They are
-    revoked even if ``on_revoked`` raises (its exception then ends the rebalance, to be raised
-    by the poll, and the next poll joins without calling it again), as in Java's
-    ``ConsumerCoordinator.onJoinPrepare``."""
+def _revoke_op(member: GroupMember, partitions: set[TopicPartition]) -> Op[Exception | None]:
+    """Commit (auto-commit), tell the application, then stop reading ``partitions`` (even if
+    ``on_revoked`` raised: what it raised is returned)."""
     member.release()
     if member.enable_auto_commit and member.generation >= 0:
         offsets = {tp: off for tp, off in member.consumed().items() if tp in partitions}
         yield from member.commit_quietly_op(offsets)
+    error = None
+    if member.on_revoked is not None:
+        error = yield from _callback_op(member.on_revoked, partitions)
+    member.assignment -= partitions
+    member.fetcher.assign(member.assignment)
+    return error
+
+
+def _callback_op(callback: Callback, partitions: set[TopicPartition]) -> Op[Exception | None]:
+    """Run a rebalance callback; returns what it raised (``None``: nothing). An abandoned
+    operation (a cancellation) is not caught."""
     try:
-        if member.on_revoked is not None:
-            yield Notify(member.on_revoked, set(partitions))
-    finally:
-        member.assignment -= partitions
-        member.fetcher.assign(member.assignment)
+        yield Notify(callback, set(partitions))
+    except Exception as exc:
+        return exc
+    return None

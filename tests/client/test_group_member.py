@@ -81,24 +81,79 @@ def test_a_commit_the_rebalanced_group_refuses_raises_commit_failed(code: ErrorC
     assert caught.value.__cause__.code == code and member.rejoin_needed
 
 
-def test_a_revoke_callback_that_raises_still_revokes_and_is_not_called_again() -> None:
-    """As Java's ConsumerCoordinator.onJoinPrepare: an exception from ``on_revoked`` is raised
-    (by the poll), but the partitions are revoked all the same, and the next poll goes on with
-    the join without calling the callback again (before, the member kept the partitions and
-    the next poll revoked them again, calling the callback once more)."""
-    config = ConsumerConfig(bootstrap_servers="h", group_id="g", enable_auto_commit=False)
-    member = GroupMember(config, Fetcher(config), dict, on_revoked=lambda partitions: None)
+def _joined_member(assignment: set[TopicPartition], strategy: str) -> GroupMember:
+    """A member of generation 3 reading ``assignment``, its group rebalancing."""
+    config = ConsumerConfig(
+        bootstrap_servers="h",
+        group_id="g",
+        enable_auto_commit=False,
+        partition_assignment_strategy=[strategy],
+    )
+    member = GroupMember(config, Fetcher(config), dict)
     member.subscribe(["t"])
-    tp = TopicPartition("t", 0)
-    member.member_id, member.generation, member.assignment = "m-1", 3, {tp}  # joined, eager
-    member.fetcher.assign({tp})
-    member.rejoin_needed = True  # the group is rebalancing
+    member.member_id, member.generation, member.assignment = "m-1", 3, set(assignment)
+    member.protocol_name = strategy
+    member.fetcher.assign(assignment)
+    member.rejoin_needed = True
+    return member
+
+
+def _rebalance(member: GroupMember, new: set[TopicPartition]) -> list[object]:
+    """Run ``member``'s poll to its end, the broker handing it ``new``; every effect, in order.
+    ``on_revoked`` is not called: it raises. The other callbacks are."""
+    effects: list[object] = []
     op = member.poll_op()
-    notify = next(op)
-    assert isinstance(notify, Notify) and notify.partitions == {tp}
-    with pytest.raises(RuntimeError, match="callback failed"):
-        op.throw(RuntimeError("the application's callback failed"))
-    assert member.assignment == set() and tp not in member.fetcher.positions
-    assert member.rejoin_needed
-    join = next(member.poll_op())  # the next poll joins at once: no second Notify
-    assert isinstance(join, Call) and isinstance(join.request, m.JoinGroupRequest)
+    outcome: tuple[object, BaseException | None] = (None, None)
+    while True:
+        value, error = outcome
+        effect = op.throw(error) if error is not None else op.send(value)
+        effects.append(effect)
+        if isinstance(effect, Notify):
+            if effect.callback is member.on_revoked:
+                outcome = (None, RuntimeError("on_revoked failed"))
+            else:
+                outcome = (effect.callback(effect.partitions), None)
+            continue
+        assert isinstance(effect, Call)
+        request = effect.request
+        if isinstance(request, m.JoinGroupRequest):
+            response: m.Response = m.JoinGroupResponse(
+                correlation_id=0,
+                member_id="m-1",
+                generation_id=4,
+                protocol_name=member.config.partition_assignment_strategy[0],
+            )
+        elif isinstance(request, m.SyncGroupRequest):
+            assignment: dict[str, list[int]] = {}
+            for tp in sorted(new):
+                assignment.setdefault(tp.topic, []).append(tp.partition)
+            response = m.SyncGroupResponse(correlation_id=0, assignment=assignment)
+        else:
+            assert isinstance(request, m.OffsetFetchRequest)
+            response = m.OffsetFetchResponse(correlation_id=0)
+        outcome = ((response, memoryview(b"")), None)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "old", "new", "added"),
+    [("range", {0}, {0, 1}, {0, 1}), ("cooperative-sticky", {0, 1}, {1, 2}, {2})],
+)
+def test_a_rebalance_callback_that_raises_does_not_stop_the_rebalance(
+    strategy: str, old: set[int], new: set[int], added: set[int]
+) -> None:
+    """As Java's ConsumerCoordinator: an exception from ``on_revoked`` is raised by the poll,
+    but only once the rebalance is done: the partitions are revoked all the same, the new
+    ones assigned and ``on_assigned`` called, and the member needs no other rebalance (before,
+    the member kept the revoked partitions, and the eager one revoked them again at the next
+    poll; the cooperative one never took the partitions added)."""
+    t = [TopicPartition("t", p) for p in range(3)]
+    assigned: list[set[TopicPartition]] = []
+    member = _joined_member({t[p] for p in old}, strategy)
+    member.on_revoked = lambda partitions: None  # raises: see _rebalance
+    member.on_assigned = assigned.append
+    with pytest.raises(RuntimeError, match="on_revoked failed"):
+        _rebalance(member, {t[p] for p in new})
+    assert member.assignment == {t[p] for p in new}
+    assert set(member.fetcher.positions) == member.assignment
+    assert assigned == [{t[p] for p in added}]  # eager: every partition was revoked
+    assert not member.rejoin_needed and member.generation == 4

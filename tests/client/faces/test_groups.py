@@ -120,3 +120,36 @@ def test_unsubscribe_leaves_the_group_and_stops_reading(face: Face, topic: str) 
         assert consumer.poll(timeout_ms=300) == {}
         consumer.subscribe([topic])
         assert [r.offset for r in consumer.take(3)] == [1, 2, 3]
+
+
+def test_a_revoke_callback_that_raises_does_not_stop_the_rebalance(face: Face, topic: str) -> None:
+    """An exception from ``on_revoked`` is raised by a poll (the async consumer: as a
+    ``KafkaError`` caused by it), once the rebalance is done: the member reads its new
+    assignment and the callback is not called again (before, the blocking member revoked the
+    same partitions at every poll, raising each time, and the async one never took the new
+    assignment)."""
+    other = f"{topic}-other"
+    produce(face, topic, 1, 3)
+    produce(face, other, 1, 3)
+    revoked: list[set[TopicPartition]] = []
+
+    def on_revoked(partitions: set[TopicPartition]) -> None:
+        revoked.append(partitions)
+        raise RuntimeError("on_revoked failed")
+
+    options = {**MEMBER, "partition_assignment_strategy": ["range"]}  # eager: revokes all
+    with face.consumer(group_id=f"g-{topic}", on_revoked=on_revoked, **options) as consumer:
+        consumer.subscribe([topic])
+        assert len(consumer.take(3)) == 3
+        consumer.subscribe([topic, other])
+        deadline = time.monotonic() + 10
+        with pytest.raises(Exception) as caught:  # the callback's, or wrapping it
+            while time.monotonic() < deadline:
+                consumer.poll(timeout_ms=100)
+        assert "on_revoked failed" in f"{caught.value} {caught.value.__cause__}"
+        assert revoked == [{TopicPartition(topic, 0)}]
+        assert sorted((r.topic, r.offset) for r in consumer.take(3)) == [
+            (other, o) for o in range(3)
+        ]
+        assert consumer.assignment() == {TopicPartition(topic, 0), TopicPartition(other, 0)}
+        assert len(revoked) == 1
