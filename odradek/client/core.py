@@ -234,10 +234,7 @@ class ClientCore:
                 continue
             try:
                 broker = yield from _on(conn, handshake_op(self.config.client_id), until_s)
-            except Exception as exc:  # a lost connection: try the next; an answer: raise it
-                yield _Discard(conn)
-                if not isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
-                    raise
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:  # try the next one
                 errors.append(f"{host}:{port}: {exc}")
                 continue
             if broker is None or (broker.host, broker.port) == (host, port):
@@ -258,11 +255,7 @@ class ClientCore:
         authenticated if the config says so (:func:`~odradek.client.security.authenticate_op`);
         a failed authentication closes it and raises."""
         conn = yield _Open(host, port, max(0.0, until_s - time.monotonic()))
-        try:
-            yield from _on(conn, authenticate_op(self.config), until_s)
-        except Exception:
-            yield _Discard(conn)
-            raise
+        yield from _on(conn, authenticate_op(self.config), until_s)
         return conn
 
     def _timeout_ms(self, request: m.Request) -> int:
@@ -277,7 +270,8 @@ class ClientCore:
 
 def _on(conn: Any, op: Generator[Any, Any, T], until_s: float) -> Generator[Any, Any, T]:
     """Run ``op``'s calls on ``conn`` alone, without retries, each answered by ``until_s``
-    (``time.monotonic()``): a new connection's setup."""
+    (``time.monotonic()``): a new connection's setup. If ``op`` fails (a lost connection, or
+    an answer it refuses), ``conn`` is closed before the error is raised."""
     try:
         call = next(op)
         while True:
@@ -285,3 +279,6 @@ def _on(conn: Any, op: Generator[Any, Any, T], until_s: float) -> Generator[Any,
             call = op.send((yield _Exchange(conn, call.request, call.raw, timeout_s)))
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+    except Exception:
+        yield _Discard(conn)
+        raise
