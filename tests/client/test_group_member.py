@@ -98,16 +98,14 @@ def _joined_member(assignment: set[TopicPartition], strategy: str) -> GroupMembe
     return member
 
 
-def _rebalance(member: GroupMember, new: set[TopicPartition]) -> list[object]:
-    """Run ``member``'s poll to its end, the broker handing it ``new``; every effect, in order.
-    ``on_revoked`` is not called: it raises. The other callbacks are."""
-    effects: list[object] = []
+def _rebalance(member: GroupMember, new: set[TopicPartition]) -> None:
+    """Run ``member``'s poll, the broker handing it ``new``, until the poll raises (or ends:
+    ``StopIteration``). ``on_revoked`` is not called: it raises. The other callbacks are."""
     op = member.poll_op()
     outcome: tuple[object, BaseException | None] = (None, None)
     while True:
         value, error = outcome
         effect = op.throw(error) if error is not None else op.send(value)
-        effects.append(effect)
         if isinstance(effect, Notify):
             if effect.callback is member.on_revoked:
                 outcome = (None, RuntimeError("on_revoked failed"))
